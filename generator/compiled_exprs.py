@@ -11,6 +11,12 @@ parameter, ``len``, a string, a presence test, ``if``/``else``) has no program a
 the Python codec (an integer attribute of an earlier field's message, ``header.status``, has
 one for the rows that ask for it); which names a program may read is the plan's business
 (``layout_plan.c_links_hold``).
+
+``program(expr, extended=True)`` lowers for the rows TANK brought (guards, values, derived
+fields, arguments), which give values and not only truths: ``and``/``or`` are ``andv``/``orv``
+(one of their values, as Python gives), ``a if c else b`` is ``select`` (both branches
+evaluated), and ``_index`` is ``index``. Its names are fields or params; the table writer
+(``frame_layouts``) turns a param's name into its number.
 """
 
 from __future__ import annotations
@@ -37,14 +43,15 @@ class _NoProgram(Exception):
     pass
 
 
-def program(expr: Expr, attributes: bool = False) -> tuple[Step, ...] | None:
+def program(expr: Expr, extended: bool = False,
+            attributes: bool = False) -> tuple[Step, ...] | None:
     """The postfix program of ``expr``, or None if it has no program (or one too deep).
 
     ``attributes``: ``name.attr`` (an attribute of an earlier field's message) is an ``attr``
     step and ``len(name)`` (of earlier bytes) a ``len`` step, which only the guarded rows
     (``guard_program``) evaluate; otherwise such an expression has no program."""
     try:
-        steps = tuple(_lower(expr.tree.body, attributes))
+        steps = tuple(_Lowering(extended, attributes).lower(expr.tree.body))
     except _NoProgram:
         return None
     return steps if depth(steps) <= MAX_DEPTH else None
@@ -55,14 +62,18 @@ def guard_program(expr: Expr) -> tuple[Step, ...] | None:
     return program(expr, attributes=True)
 
 
-def depth(steps: tuple[Step, ...]) -> int:
-    """The most values ``steps`` hold on the stack at once."""
-    now = most = 0
+def depth(steps: tuple[Step, ...], start: int = 0) -> int:
+    """The most values ``steps`` hold on the stack at once (``start`` there before)."""
+    now = most = start
     for word, _ in steps:
-        now += 1 if word in ("field", "const", "attr", "len") else 0 if word in (
-            "not", "neg") else -1
+        now += _EFFECT.get(word, -1)
         most = max(most, now)
     return most
+
+
+# How many values a step adds to the stack (the binary operators, not listed, take one away).
+_EFFECT = {"field": 1, "const": 1, "attr": 1, "len": 1, "param": 1, "index": 1, "not": 0,
+           "neg": 0, "select": -2}
 
 
 def _const(node: ast.expr) -> int:
@@ -72,54 +83,71 @@ def _const(node: ast.expr) -> int:
     raise _NoProgram
 
 
-def _lower(node: ast.expr, attrs: bool) -> list[Step]:
-    match node:
-        case ast.Name(id=name) if name != "len" and not name.startswith("_"):
-            return [("field", name)]
-        case ast.Attribute(value=ast.Name(id=name), attr=attr) if (
-                attrs and name != "len" and not name.startswith("_") and not attr.startswith("_")):
-            return [("attr", f"{name}.{attr}")]
-        case ast.Call(func=ast.Name(id="len"), args=[ast.Name(id=name)], keywords=[]) if (
-                attrs and not name.startswith("_")):
-            return [("len", name)]
-        case ast.Constant():
-            return [("const", _const(node))]
-        case ast.UnaryOp(op=ast.Not(), operand=operand):
-            return [*_lower(operand, attrs), ("not", None)]
-        case ast.UnaryOp(op=ast.USub(), operand=operand):
-            return [*_lower(operand, attrs), ("neg", None)]
-        case ast.BinOp(left=left, op=op, right=right) if type(op) in _BINARY:
-            return [*_lower(left, attrs), *_lower(right, attrs), (_BINARY[type(op)], None)]
-        case ast.BoolOp(op=op, values=values):
-            word = "and" if isinstance(op, ast.And) else "or"
-            out = _lower(values[0], attrs)
-            for value in values[1:]:
-                out += [*_lower(value, attrs), (word, None)]
-            return out
-        case ast.Compare(left=left, ops=ops, comparators=comparators):
-            return _compare(left, ops, comparators, attrs)
-    raise _NoProgram
+class _Lowering:
+    """Lowers one expression; ``extended`` and ``attributes`` as for :func:`program`."""
 
+    def __init__(self, extended: bool, attributes: bool = False) -> None:
+        self.extended = extended
+        self.attributes = attributes
 
-def _compare(left: ast.expr, ops: list[ast.cmpop], comparators: list[ast.expr],
-             attrs: bool) -> list[Step]:
-    out: list[Step] = []
-    for i, (op, right) in enumerate(zip(ops, comparators, strict=True)):
-        here = left if i == 0 else comparators[i - 1]
-        if type(op) in _COMPARE:
-            step = [*_lower(here, attrs), *_lower(right, attrs), (_COMPARE[type(op)], None)]
-        elif isinstance(op, ast.In | ast.NotIn) and isinstance(right, ast.Tuple | ast.List) \
-                and right.elts:
-            step = []
-            for k, item in enumerate(right.elts):
-                step += [*_lower(here, attrs), ("const", _const(item)), ("eq", None)]
-                if k:
-                    step.append(("or", None))
-            if isinstance(op, ast.NotIn):
-                step.append(("not", None))
-        else:
-            raise _NoProgram
-        out += step
-        if i:
-            out.append(("and", None))
-    return out
+    def lower(self, node: ast.expr) -> list[Step]:
+        lower = self.lower
+        match node:
+            case ast.Name(id="_index") if self.extended:
+                return [("index", None)]
+            case ast.Name(id=name) if name != "len" and not name.startswith("_"):
+                return [("field", name)]
+            case ast.Attribute(value=ast.Name(id=name), attr=attr) if (
+                    self.attributes and name != "len" and not name.startswith("_")
+                    and not attr.startswith("_")):
+                return [("attr", f"{name}.{attr}")]
+            case ast.Call(func=ast.Name(id="len"), args=[ast.Name(id=name)], keywords=[]) if (
+                    self.attributes and not name.startswith("_")):
+                return [("len", name)]
+            case ast.Constant():
+                return [("const", _const(node))]
+            case ast.UnaryOp(op=ast.Not(), operand=operand):
+                return [*lower(operand), ("not", None)]
+            case ast.UnaryOp(op=ast.USub(), operand=operand):
+                return [*lower(operand), ("neg", None)]
+            case ast.BinOp(left=left, op=op, right=right) if type(op) in _BINARY:
+                return [*lower(left), *lower(right), (_BINARY[type(op)], None)]
+            case ast.IfExp(body=then, test=test, orelse=orelse) if self.extended:
+                return [*lower(then), *lower(test), *lower(orelse), ("select", None)]
+            case ast.BoolOp(op=op, values=values):
+                word = "and" if isinstance(op, ast.And) else "or"
+                if self.extended:
+                    word += "v"  # the value Python gives, not only its truth
+                out = lower(values[0])
+                for value in values[1:]:
+                    out += [*lower(value), (word, None)]
+                return out
+            case ast.Compare(left=left, ops=ops, comparators=comparators):
+                return self.compare(left, ops, comparators)
+        raise _NoProgram
+
+    def compare(self, left: ast.expr, ops: list[ast.cmpop],
+                comparators: list[ast.expr]) -> list[Step]:
+        """A comparison (chained ones are joined by ``and``; each part gives 0 or 1, so by
+        truth or by value it is the same)."""
+        lower = self.lower
+        out: list[Step] = []
+        for i, (op, right) in enumerate(zip(ops, comparators, strict=True)):
+            here = left if i == 0 else comparators[i - 1]
+            if type(op) in _COMPARE:
+                step = [*lower(here), *lower(right), (_COMPARE[type(op)], None)]
+            elif isinstance(op, ast.In | ast.NotIn) and isinstance(right, ast.Tuple | ast.List) \
+                    and right.elts:
+                step = []
+                for k, item in enumerate(right.elts):
+                    step += [*lower(here), ("const", _const(item)), ("eq", None)]
+                    if k:
+                        step.append(("or", None))
+                if isinstance(op, ast.NotIn):
+                    step.append(("not", None))
+            else:
+                raise _NoProgram
+            out += step
+            if i:
+                out.append(("and", None))
+        return out

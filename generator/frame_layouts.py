@@ -17,7 +17,9 @@ from protoframe.generator.frame_ir import ProtoField, SwitchField
 from protoframe.generator.ir import MessageType
 from protoframe.generator.layout_ops import (
     Always,
+    AnyFieldOp,
     Array,
+    Bits,
     Blocks,
     BytesOther,
     BytesSized,
@@ -31,6 +33,7 @@ from protoframe.generator.layout_ops import (
     FieldOp,
     IfPeek,
     IfRemaining,
+    KindOp,
     Nested,
     NestedOther,
     Prefix,
@@ -45,9 +48,11 @@ from protoframe.generator.layout_ops import (
     SizeRest,
     String,
     Switch,
+    WithArgs,
+    kind_op,
     len_value,
 )
-from protoframe.generator.layout_plan import LayoutPlan
+from protoframe.generator.layout_plan import LayoutPlan, row_programs
 from protoframe.generator.linefit import fit_tuple_row
 
 
@@ -99,10 +104,13 @@ def _more_rows(op: FieldOp, head: str, ref: Callable[[MessageType], str]) -> str
             return f"{head}, None, None, None)"
         case BytesOther(region=Region(size=str(size))) if op.word == "signed_bytes":
             return f"{head}, None, {q(size)}, None)"
-        case Switch(key=key, region=region) if isinstance(op.field, SwitchField):
+        case Switch(key=key, region=region, directional=directional) if isinstance(
+                op.field, SwitchField):
             tables = op.field.tables
             size = q(region.size) if region.size is not None else "None"
-            return f"{head}, None, {tables}_DECODERS, ({q(key)}, {size}, {tables}_CODES))"
+            # A directional switch's row encodes only (no decoders: see Switch.word).
+            decoders = "None" if directional else f"{tables}_DECODERS"
+            return f"{head}, None, {decoders}, ({q(key)}, {size}, {tables}_CODES))"
         case Computed(inner=ReadInt(int_type=t)) if op.word == "switch_key":
             return f"{head}, {q(t.name)}, None, None)"  # its switch row names it
         case Array(element=Nested(plan=plan)) if op.word == "struct_run":
@@ -151,7 +159,7 @@ def _tubemq_rows(op: FieldOp, head: str, ref: Callable[[MessageType], str]) -> s
             k, target = len_value(op) or (0, "")
             return f"{head}, {q(t.name)}, {k}, {q(target)})"
         case Condition(inner=ReadInt(int_type=t)) if op.word == "int_when":
-            return f"{head}, {q(t.name)}, None, {_program_text(op.expr)})"
+            return f"{head}, {q(t.name)}, None, {_guard_program_text(op.expr)})"
         case Prefix(inner=BytesOther() | String() as inner) if (
                 op.word == "prefixed_optional" and inner.region.prefix is not None):
             p = inner.region.prefix
@@ -161,20 +169,90 @@ def _tubemq_rows(op: FieldOp, head: str, ref: Callable[[MessageType], str]) -> s
             return f"{head}, None, {op.field.default!r}, None)"
         case Condition(inner=NestedOther(plan=LayoutPlan() as plan)) if (
                 op.word == "struct_when"):
-            return f"{head}, None, {plan.name}, {_program_text(op.expr)})"
+            return f"{head}, None, {plan.name}, {_guard_program_text(op.expr)})"
         case Condition(inner=ProtoOther()) if (
                 op.word == "proto_prefixed_when" and isinstance(op.field, ProtoField)
                 and op.field.message is not None):
-            return f"{head}, {q('varint')}, {ref(op.field.message)}, {_program_text(op.expr)})"
+            steps = _guard_program_text(op.expr)
+            return f"{head}, {q('varint')}, {ref(op.field.message)}, {steps})"
     return None
 
 
-def _program_text(expr: Expr) -> str:
+def _guard_program_text(expr: Expr) -> str:
     """The steps of a guarded row's program, as a tuple of (word, argument) pairs."""
     steps = guard_program(expr) or ()
     text = ", ".join(f"({q(word)}, {q(arg) if isinstance(arg, str) else arg})"
                      for word, arg in steps)
     return f"({text}{',' if len(steps) == 1 else ''})"
+
+
+def _program_text(exprs: list[Expr], params: list[str]) -> str:
+    """The table's program running ``exprs`` one after another (leaving a value each): its
+    (word, argument) steps, a param by its number."""
+    steps = []
+    for expr in exprs:
+        for word, arg in program(expr, extended=True) or ():
+            if word == "field" and arg in params:
+                word, arg = "param", params.index(str(arg))
+            steps.append(f"({q(word)}, {q(arg) if isinstance(arg, str) else arg})")
+    return f"({', '.join(steps)}{',' if len(steps) == 1 else ''})"
+
+
+def _tank_rows(op: AnyFieldOp, params: list[str]) -> list[str] | None:
+    """The rows of the operations TANK brought (a guard is a row of its own before its
+    field's), or None for the others."""
+    name = q(op.name)
+    f = op.field
+    progs = row_programs(op) or []
+    if isinstance(op, Condition) and op.word == "guard":
+        guard = f"({q('guard')}, None, None, {_program_text([progs[0][0]], params)}, " \
+                f"{f.value is not None})"
+        return [guard, _kind_row(op.inner, op, [e for e, _ in progs[1:]], params)]
+    if isinstance(op, Computed) and op.word == "value" or isinstance(op, Bits) and (
+            op.word == "derive") or isinstance(op, WithArgs) and op.word in (
+            "struct_args", "array_args"):
+        return [_kind_row(kind_op(op), op, [e for e, _ in progs], params)]
+    if op.word == "size_of_struct":
+        return [f"({q('size_of_struct')}, {name}, {q('varint')}, {q(f.size_of or '')}, None)"]
+    if isinstance(op, NestedOther) and op.word == "struct_sized" and op.plan is not None:
+        return [f"({q('struct_sized')}, {name}, None, {op.plan.name}, {q(op.region.size or '')})"]
+    return None
+
+
+def _kind_row(inner: KindOp, op: AnyFieldOp, progs: list[Expr], params: list[str]) -> str:
+    """The row of a field of kind ``inner`` whose programs (value, derivation or arguments)
+    are ``progs``."""
+    name = q(op.name)
+    f = op.field
+    joined = _program_text(progs, params)
+    if isinstance(op, Bits):
+        return f"({q('derive')}, {name}, None, {joined}, {op.as_bool})"
+    if f.value is not None:
+        shape = inner.int_type.name if isinstance(inner, ReadInt) else "varint"
+        return f"({q('value')}, {name}, {q(shape)}, {joined}, None)"
+    match inner:
+        case ReadInt(int_type=t):
+            return f"({q('int')}, {name}, {q(t.name)}, None, None)"
+        case ReadVarint():
+            return f"({q('varint')}, {name}, None, None, None)"
+        case BytesOther(region=r) | String(region=r) if r.prefix is not None and (
+                r.prefix != "lenenc"):
+            kind = inner.encoding if isinstance(inner, String) else "bytes"
+            prefix = r.prefix if isinstance(r.prefix, str) else r.prefix.name
+            return f"({q('prefixed')}, {name}, {q(prefix)}, {q(kind)}, None)"
+        case BytesToEnd():
+            return f"({q('bytes')}, {name}, None, None, None)"
+        case Nested(plan=plan) | NestedOther(plan=LayoutPlan() as plan) if not f.args:
+            return f"({q('struct')}, {name}, None, {plan.name}, None)"
+        case Nested(plan=plan) | NestedOther(plan=LayoutPlan() as plan):
+            return f"({q('struct_args')}, {name}, None, {plan.name}, {joined})"
+        case Array(element=Nested(plan=plan), count=Expr(text=count)):
+            count = count.strip()
+            where = (f"({q('param')}, {params.index(count)})" if count in params
+                     else f"({q('field')}, {q(count)})")
+            return f"({q('array_args')}, {name}, None, {plan.name}, ({where}, {joined}))"
+    raise GeneratorBug(f"{op.name!r}: the plan calls {op.word!r} compiled, but it has no row",
+                       str(f.location))
 
 
 def layout_lines(plans: list[LayoutPlan], ref: Callable[[MessageType], str]) -> list[str]:
@@ -188,11 +266,14 @@ def layout_lines(plans: list[LayoutPlan], ref: Callable[[MessageType], str]) -> 
         if not plan.compiled:
             continue
         entries.append(f"    ({plan.name}, {plan.check_end}, (")
+        params = [p.name for p in plan.struct.params]
         for op in plan.field_ops:
-            entries += fit_tuple_row(_row(op, ref), "        ")
+            for row in _tank_rows(op, params) or [_row(op, ref)]:
+                entries += fit_tuple_row(row, "        ")
         if plan.skips_trailing:
             entries.append(f"        ({q('skip_trailing')}, None, None, None, None),")
-        entries.append("    )),")
+        # A struct taking params says how many (the holder's row passes them).
+        entries.append(f"    ), {len(params)})," if params else "    )),")
     if not entries:
         return []
     return ["install_frame_layouts((", *entries, "))"]

@@ -27,7 +27,7 @@ def c_words() -> frozenset[str]:
     """The operation words the compiled frame codec knows (read when asked, so a test can
     change the vocabulary)."""
     return (frozenset(vocabulary.FRAME_OPS) | {vocabulary.ENVELOPE}
-            | set(vocabulary.FRAME_ALIASES))
+            | set(vocabulary.FRAME_ALIASES) | set(vocabulary.FRAME_PLAN_WORDS))
 
 
 @dataclass(frozen=True)
@@ -79,8 +79,13 @@ class Op:
 class Params(Op):
     """The struct takes values from the struct holding it (``params:``)."""
 
-    word: ClassVar[str] = "params"
     names: tuple[str, ...]
+    # Every param is an int or a bool (the compiled codec passes them as 64-bit integers).
+    int_kinds: bool = True
+
+    @property
+    def word(self) -> str:  # type: ignore[override]
+        return "params" if self.int_kinds else "params_other"
 
 
 @dataclass(frozen=True)
@@ -292,13 +297,28 @@ class Nested(FieldOp):
 
 @dataclass(frozen=True)
 class NestedOther(FieldOp):
-    """A nested struct with a size of its own or another condition; ``plan``: the struct's plan,
-    for one there only when a ``when:`` condition holds (the compiled codec may take it)."""
+    """A nested struct with a size of its own or another condition; ``plan``: the nested
+    struct's, when it is lowered before this one (the compiled codec may take it: there only
+    when a ``when:`` condition holds, or filling the size an earlier field gives)."""
 
-    word: ClassVar[str] = "struct_other"
     struct: StructDef = field(compare=False, repr=False)
     region: Region
     plan: LayoutPlan | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def word(self) -> str:  # type: ignore[override]
+        """``struct_sized`` (in the C vocabulary) for a compiled struct without params, always
+        there, filling the size an earlier unsigned size field of this struct gives;
+        ``struct_other`` otherwise."""
+        r = self.region
+        f = self.field
+        if (self.plan is not None and self.plan.compiled and not self.plan.struct.params
+                and unconditional(f) and not f.args and f.compression is None
+                and r.size is not None and r.size != "rest" and "." not in r.size
+                and r.size_written_first and r.size_unsigned and r.prefix is None
+                and r.length is None and not r.nullable):
+            return "struct_sized"
+        return "struct_other"
 
 
 @dataclass(frozen=True)
@@ -310,12 +330,21 @@ class ReadVarint(FieldOp):
     sets_end: bool
     max_bytes: int | None = None
     adjust: int = 0  # a size of the rest or of a field: what it counts beyond (``adjust:``)
+    # It is the size of a nested struct of this struct (``size_of:``).
+    sizes_struct: bool = False
 
     @property
     def word(self) -> str:  # type: ignore[override]
         """``varint`` (in the C vocabulary) for a stored varint always there, of up to 10
-        bytes; ``varint_other`` for a constant, a size, a bounded one or one with a
+        bytes; ``size_of_struct`` for one that is only the size of a nested struct;
+        ``varint_other`` for a constant, another size, a bounded one or one with a
         condition."""
+        f = self.field
+        if (self.sizes_struct and self.const is None and not self.sets_end and not self.adjust
+                and self.max_bytes is None and f.value is None and f.checksum is None
+                and f.count_of is None and f.size_range is None and not f.is_switch_key
+                and unconditional(f)):
+            return "size_of_struct"
         plain = _plain_stored(self.field, self.const, self.sets_end)
         return "varint" if plain and self.max_bytes is None and not self.adjust else \
             "varint_other"
@@ -447,16 +476,17 @@ class Switch(FieldOp):
     @property
     def word(self) -> str:  # type: ignore[override]
         """``switch`` (in the C vocabulary) for a switch the same both ways, bounded by a size
-        or by its region; ``directional_switch`` or ``switch_other`` otherwise."""
-        if self.directional:
-            return "directional_switch"
+        or by its region; ``directional_switch`` (a "switch" row that encodes only: decoding
+        needs the direction, which the Python methods take) for one decoding another struct
+        each way, bounded so; ``switch_other`` or ``directional_switch_other`` otherwise."""
+        other = "directional_switch_other" if self.directional else "switch_other"
         if not unconditional(self.field):
-            return "switch_other"
+            return other
         r = self.region
         if r.length is None and r.prefix is None and (r.size is None or (
                 r.size != "rest" and "." not in r.size and r.size_written_first)):
-            return "switch"
-        return "switch_other"
+            return "directional_switch" if self.directional else "switch"
+        return other
 
 
 @dataclass(frozen=True)
@@ -476,9 +506,14 @@ class Bits(FieldOp):
     """No bytes of its own: derived on decode from earlier fields (``derive:``); ``as_bool``:
     the field is a bool."""
 
-    word: ClassVar[str] = "derive"
     expr: Expr = field(compare=False)
     as_bool: bool
+
+    @property
+    def word(self) -> str:  # type: ignore[override]
+        """``derive`` (in the C vocabulary) when the expression has a program
+        (``compiled_exprs``); ``derive_other`` otherwise."""
+        return "derive" if program(self.expr, extended=True) is not None else "derive_other"
 
 
 @dataclass(frozen=True)
@@ -569,12 +604,18 @@ class Condition(Wrap):
     """There only when an expression over earlier fields holds (``when:``)."""
 
     expr: Expr = field(compare=False)
+    # Lowered as a guard (``layout_plan.guard_conditions`` decides): the row of its kind after
+    # a guard row running the expression's program.
+    guarded: bool = False
 
     @property
     def word(self) -> str:  # type: ignore[override]
         """``condition`` (in the C vocabulary) for an integer there when an expression with a
-        program (``compiled_exprs``) holds; ``condition_other`` otherwise."""
+        program (``compiled_exprs``) over earlier integers holds; ``guard`` for the fields a
+        guard row can leave out (see :func:`guardable`); ``condition_other`` otherwise."""
         f = self.field
+        if self.guarded:
+            return "guard" if guardable(self) else "condition_other"
         if (isinstance(self.inner, ReadInt) and f.when_peek is None and not f.when_remaining
                 and not f.marker and f.default is None and program(self.expr) is not None):
             return "condition"
@@ -634,18 +675,92 @@ class Computed(Wrap):
 
     @property
     def word(self) -> str:  # type: ignore[override]
+        """``value`` (in the C vocabulary) for an integer whose ``value:`` has a program;
+        ``value_other`` for another ``value:``."""
         if self.how in ("switch_key", "count_of") and not isinstance(self.inner, ReadInt):
             return f"{self.how}_other"
         if len_value(self) is not None:
             return "len_value"
+        if self.how == "value":
+            return "value" if value_row(self.field, self.inner) else "value_other"
         return self.how
+
+
+def value_row(f: FrameField, inner: KindOp) -> bool:
+    """Whether ``f`` (with ``value:``, of kind ``inner``) is a value row of the compiled
+    codec: a fixed-width integer or a plain varint, nothing but its value computed."""
+    if f.value is None or program(f.value, extended=True) is None:
+        return False
+    if (f.const is not None or f.size_of is not None or f.count_of is not None
+            or f.checksum is not None or f.size_range is not None or f.is_switch_key
+            or f.default is not None or f.when_peek is not None or f.when_remaining
+            or f.marker or not f.wire):
+        return False
+    if isinstance(inner, ReadInt):
+        return True
+    return (isinstance(inner, ReadVarint) and inner.const is None and not inner.sets_end
+            and inner.max_bytes is None and not inner.adjust)
+
+
+def guardable(op: Condition) -> bool:
+    """Whether a guard row can leave out ``op``'s field: an integer, a varint, bytes or text
+    after a length prefix, bytes to the end of the region, or a nested struct always there
+    (with arguments or not), its condition having a program, none other than ``when:``, and
+    None (0 for a ``value:`` field) when left out."""
+    f = op.field
+    inner = op.inner
+    if (f.when is None or program(f.when, extended=True) is None or f.when_peek is not None
+            or f.when_remaining or f.marker or f.default is not None or not f.wire):
+        return False
+    if f.value is not None:
+        return value_row(f, inner)
+    if (f.const is not None or f.size_of is not None or f.count_of is not None
+            or f.checksum is not None or f.size_range is not None or f.is_switch_key):
+        return False
+    match inner:
+        case ReadInt():
+            return True
+        case ReadVarint(const=None, sets_end=False, max_bytes=None, adjust=0):
+            return True
+        case BytesOther(region=r) | String(region=r) if not isinstance(inner, String) or (
+                inner.encoding in ("utf8", "mutf8")):
+            return ((isinstance(r.prefix, IntType) and r.prefix.width
+                     in vocabulary.FRAME_INT_WIDTHS or r.prefix == "varint")
+                    and not r.nullable and r.length is None and r.size is None
+                    and f.compression is None)
+        case BytesToEnd():
+            return f.compression is None
+        case Nested(when=Always()):
+            return inner.plan.compiled
+        case NestedOther(plan=plan, region=r) if plan is not None:
+            # a struct with a condition (``when:``) and no bounds of its own
+            return plan.compiled and _plain_region(r) and f.size is None
+    return False
 
 
 @dataclass(frozen=True)
 class WithArgs(Wrap):
     """A struct, array or blocks field passing values to its struct's params."""
 
-    word: ClassVar[str] = "args"
+    @property
+    def word(self) -> str:  # type: ignore[override]
+        """``struct_args`` (in the C vocabulary) for a compiled struct always there;
+        ``array_args`` for a list of them counted by its ``count_of`` field or a param (its
+        arguments may name ``_index``); ``args`` otherwise. That every argument has a program
+        is the plan's business (``layout_plan.c_links_hold``)."""
+        f = self.field
+        inner = self.inner
+        if not unconditional(f):
+            return "args"
+        if isinstance(inner, Nested) and isinstance(inner.when, Always) and inner.plan.compiled \
+                and _plain_region(inner.region):
+            return "struct_args"
+        if (isinstance(inner, Array) and not inner.item_limits and not inner.until_end
+                and inner.count is not None and inner.count.text.strip().isidentifier()
+                and _plain_region(inner.region) and isinstance(inner.element, Nested)
+                and isinstance(inner.element.when, Always) and inner.element.plan.compiled):
+            return "array_args"
+        return "args"
 
 
 @dataclass(frozen=True)

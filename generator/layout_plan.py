@@ -17,8 +17,9 @@ it never meets a spec error.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from protoframe.generator.compiled_exprs import guard_program, program
@@ -185,16 +186,31 @@ class LayoutPlan:
     @property
     def compiled(self) -> bool:
         """Whether the compiled codec takes this struct: it knows every operation, the nested
-        plans are compiled, and the struct fits its row arrays (one row per field)."""
+        plans are compiled, and the struct fits its row arrays (one row per field).
+
+        Kept for the vocabulary it was worked out with: the words of a holder ask for their
+        nested plans' answer again and again."""
+        key = (c_words(), vocabulary.FRAME_MAX_ROWS)
+        cache: dict[tuple[frozenset[str], int], bool] = self.__dict__.setdefault(
+            "_compiled_for", {})
+        if key not in cache:
+            cache[key] = self._compiled()
+        return cache[key]
+
+    def _compiled(self) -> bool:
         ops = self.field_ops
         rows = len(ops) + self.skips_trailing
+        rows += sum(1 for op in ops if op.word == "guard")  # a guard row before its field's
         return (bool(ops) and rows <= vocabulary.FRAME_MAX_ROWS and not self.unknown_to_c
                 and all(op.plan.compiled for op in ops if isinstance(op, Nested))
-                and c_links_hold(ops))
+                and c_links_hold(ops) and programs_hold(self))
 
 
 # The words of the rows a size row of the compiled codec can measure.
-_SIZED_WORDS = frozenset({"proto", vocabulary.ENVELOPE, "bytes", "signed_bytes", "switch"})
+_SIZED_WORDS = frozenset({"proto", vocabulary.ENVELOPE, "bytes", "signed_bytes", "switch",
+                          "directional_switch"})
+# The words of the rows that are "switch" rows of the compiled codec.
+_SWITCH_WORDS = frozenset({"switch", "directional_switch"})
 # The rows whose values a compiled condition may read: integers always there.
 _INT_WORDS = frozenset({"int", "varint", "bool"})
 
@@ -209,18 +225,18 @@ def c_links_hold(ops: tuple[AnyFieldOp, ...]) -> bool:
             target = at.get(kind.target, -1)
             if target <= i or ops[target].word not in _SIZED_WORDS:
                 return False
-            if ops[target].word == "switch" and target != i + 1:
+            if ops[target].word in _SWITCH_WORDS and target != i + 1:
                 return False
-        sized_by = op.region.size if op.word in ("switch", "signed_bytes") and isinstance(
+        sized_by = op.region.size if op.word in {*_SWITCH_WORDS, "signed_bytes"} and isinstance(
             op, Switch | BytesOther) else None
         if sized_by is not None:
             size = at.get(sized_by, -1)
             measure = ops[size] if 0 <= size < i else None
             if not isinstance(measure, SizeOf) or measure.target != op.name:
                 return False
-            if op.word == "switch" and size != i - 1:
+            if op.word in _SWITCH_WORDS and size != i - 1:
                 return False
-        if isinstance(op, Switch) and op.word == "switch":
+        if isinstance(op, Switch) and op.word in _SWITCH_WORDS:
             key = at.get(op.key, -1)
             if not 0 <= key < i or ops[key].word != "switch_key":
                 return False
@@ -240,8 +256,9 @@ def c_links_hold(ops: tuple[AnyFieldOp, ...]) -> bool:
                 return False
         if isinstance(op, Computed) and op.word == "count_of":
             array = at.get(op.field.count_of or "", -1)
-            counted = ops[array] if array > i else None
-            if (not isinstance(counted, Array) or counted.word != "struct_array"
+            counted = kind_op(ops[array]) if array > i else None
+            if (not isinstance(counted, Array)
+                    or ops[array].word not in ("struct_array", "array_args")
                     or counted.count is None or counted.count.text.strip() != op.name):
                 return False
         if isinstance(op, Array) and op.word == "struct_array" and op.count is not None:
@@ -249,7 +266,7 @@ def c_links_hold(ops: tuple[AnyFieldOp, ...]) -> bool:
             if not 0 <= count < i or ops[count].word != "count_of":
                 return False
         if isinstance(op, Computed) and op.word == "switch_key":
-            if not any(isinstance(o, Switch) and o.key == op.name and o.word == "switch"
+            if not any(isinstance(o, Switch) and o.key == op.name and o.word in _SWITCH_WORDS
                        for o in ops[i + 1:]):
                 return False
     return True
@@ -282,6 +299,175 @@ def _bytes_row(op: AnyFieldOp) -> bool:
     """Whether ``op`` is a compiled row holding bytes (not text), whose length a row may read."""
     return op.word in ("prefixed", "bytes", "signed_bytes") and isinstance(
         kind_op(op), BytesOther | BytesSized | BytesToEnd)
+
+
+# The words of the rows whose values a program of the rows TANK brought may read, and what
+# they hold ("int" or "bool"; a row that may be None gives up when read as None).
+_READABLE = {"int": "int", "varint": "int", "bool": "bool", "condition": "int", "value": "int"}
+
+
+def _readable(op: AnyFieldOp) -> str | None:
+    """What a program reading ``op``'s row reads: "int", "bool", or None if it may not."""
+    if isinstance(op, Bits) and op.word == "derive":
+        return "bool" if op.as_bool else "int"
+    if isinstance(op, Condition) and op.word == "guard" and isinstance(op.inner,
+                                                                       ReadInt | ReadVarint):
+        return "int"
+    return _READABLE.get(op.word)
+
+
+def _arg_exprs(f: FrameField, plan: LayoutPlan) -> list[Expr] | None:
+    """``f``'s arguments in the order of the params of ``plan``'s struct, or None if they are
+    not exactly those params."""
+    names = [p.name for p in plan.struct.params]
+    if sorted(f.args) != sorted(names):
+        return None
+    return [f.args[name] for name in names]
+
+
+# What a program of a row is, for the names it may read: a value (``value:``, run on encode
+# only, reading any stored field and earlier values), an array item's arguments (which may
+# name ``_index``), or another (earlier rows only).
+ProgramUse = Literal["value", "item_args", ""]
+
+
+def row_programs(op: AnyFieldOp) -> list[tuple[Expr, ProgramUse]] | None:
+    """The expressions the rows of ``op`` run as programs, each with its use; None if its
+    arguments are not its struct's params."""
+    f = op.field
+    out: list[tuple[Expr, ProgramUse]] = []
+    inner = kind_op(op)
+    if isinstance(op, Condition) and op.word == "guard" and f.when is not None:
+        out.append((f.when, ""))
+    if (isinstance(op, Computed) and op.word == "value" or op.word == "guard") and (
+            f.value is not None):
+        out.append((f.value, "value"))
+    if isinstance(op, Bits) and op.word == "derive":
+        out.append((op.expr, ""))
+    nested = inner.element if isinstance(inner, Array) else inner
+    if f.args and isinstance(nested, Nested | NestedOther) and nested.plan is not None and (
+            op.word in ("guard", "struct_args", "array_args")):
+        args = _arg_exprs(f, nested.plan)
+        if args is None:
+            return None
+        out += [(arg, "item_args" if op.word == "array_args" else "") for arg in args]
+    return out
+
+
+def programs_hold(plan: LayoutPlan) -> bool:
+    """Whether the programs of the rows TANK brought read only what the compiled codec gives
+    them (earlier integer rows, the struct's params, an array item's index), a derived integer
+    comes out an int as Python's would, and those rows' counts and sizes are where their rows
+    need them."""
+    ops = plan.field_ops
+    params = {p.name for p in plan.struct.params}
+    at = {op.name: i for i, op in enumerate(ops)}
+    stored = {op.name for op in ops if _readable(op) is not None and not _value_row(op)}
+    kinds: dict[str, str] = {}
+    for i, op in enumerate(ops):
+        exprs = row_programs(op)
+        if exprs is None:
+            return False
+        for expr, use in exprs:
+            steps = program(expr, extended=True)
+            if steps is None:
+                return False
+            for word, arg in steps:
+                name = str(arg)
+                if word == "index" and use != "item_args":
+                    return False
+                if word == "field" and not (name in kinds or (name in params and name not in at)
+                                            or (use == "value" and name in stored)):
+                    return False
+        if isinstance(op, Bits) and op.word == "derive" and not op.as_bool and (
+                result_kind(op.expr, kinds) != "int"):
+            return False
+        if not _tank_links_hold(op, ops, at, params, i):
+            return False
+        kind = _readable(op)
+        if kind is not None:
+            kinds[op.name] = kind
+    return True
+
+
+def _value_row(op: AnyFieldOp) -> bool:
+    """Whether ``op`` is a value row: computed on encode, not stored."""
+    return op.word == "value" or op.word == "guard" and op.field.value is not None
+
+
+def _tank_links_hold(op: AnyFieldOp, ops: tuple[AnyFieldOp, ...], at: dict[str, int],
+                     params: set[str], i: int) -> bool:
+    """Whether an array_args row's count, and a size_of_struct row and the struct_sized row it
+    measures, are where the compiled codec needs them."""
+    inner = kind_op(op)
+    if op.word == "array_args" and isinstance(inner, Array) and inner.count is not None:
+        count = inner.count.text.strip()
+        if count in params and count not in at:
+            return True
+        k = at.get(count, -1)
+        return 0 <= k < i and ops[k].word == "count_of" and ops[k].field.count_of == op.name
+    if op.word == "size_of_struct":
+        k = at.get(op.field.size_of or "", -1)
+        return k > i and ops[k].word == "struct_sized" and isinstance(
+            ops[k], NestedOther) and ops[k].region.size == op.name  # type: ignore[union-attr]
+    if op.word == "struct_sized" and isinstance(op, NestedOther):
+        k = at.get(op.region.size or "", -1)
+        return 0 <= k < i and ops[k].word == "size_of_struct" and ops[k].field.size_of == op.name
+    return True
+
+
+def result_kind(expr: Expr, kinds: dict[str, str]) -> str | None:
+    """"int" or "bool", what Python's value of ``expr`` is when its names hold what ``kinds``
+    says (a param's, not known, is None), or None when that depends on the values."""
+    if any(isinstance(node, ast.Constant) and isinstance(node.value, bool)
+           for node in ast.walk(expr.tree)):
+        return None  # the program holds a bool constant as 0 or 1
+    stack: list[str | None] = []
+    for word, arg in program(expr, extended=True) or ():
+        if word == "field":
+            stack.append(kinds.get(str(arg)))
+        elif word in ("const", "index"):
+            stack.append("int")
+        elif word == "param":
+            stack.append(None)
+        elif word == "not":
+            stack[-1] = "bool"
+        elif word == "neg":
+            stack[-1] = None if stack[-1] is None else "int"
+        elif word == "select":
+            b, _, a = stack.pop(), stack.pop(), stack.pop()
+            stack.append(a if a == b else None)
+        else:
+            b, a = stack.pop(), stack.pop()
+            if a is None or b is None:
+                stack.append(None)
+            elif word in ("bitand", "bitor", "bitxor", "orv", "andv"):
+                # bool & bool is a bool; or/and give one of their values
+                stack.append(a if a == b else None if word in ("orv", "andv") else "int")
+            elif word in ("rshift", "lshift", "add", "sub"):
+                stack.append("int")
+            else:
+                stack.append("bool")  # comparisons; and/or by truth join comparisons only
+    return stack[0] if len(stack) == 1 else None
+
+
+def guard_conditions(ops: list[AnyFieldOp]) -> list[AnyFieldOp]:
+    """``ops`` with the conditions the ``condition`` row cannot take (it reads earlier
+    integer, varint and bool rows only) lowered as guards (``Condition.guarded``)."""
+    out: list[AnyFieldOp] = []
+    words: dict[str, str] = {}
+    for op in ops:
+        if isinstance(op, Condition):
+            steps = program(op.expr) if op.word == "condition" else None
+            names = [str(arg) for word, arg in steps or () if word == "field"]
+            # A condition reading a message's attribute or a length (TubeMQ's, Pravega's) has
+            # no value program; it keeps its unguarded row (struct_when, int_when ...).
+            if (steps is None or not all(words.get(name, "") in _INT_WORDS for name in names)) \
+                    and program(op.expr, extended=True) is not None:
+                op = replace(op, guarded=True)
+        words[op.name] = op.word
+        out.append(op)
+    return out
 
 
 @dataclass(frozen=True)
@@ -352,8 +538,9 @@ def lower(s: StructDef, plans: dict[str, LayoutPlan], byte_order: str) -> Layout
     if s.delimiter is not None:
         ops.append(Delimited(s.delimiter))
     if s.params:
-        ops.append(Params(tuple(p.name for p in s.params)))
-    ops += field_ops
+        ops.append(Params(tuple(p.name for p in s.params),
+                          all(p.kind in ("int", "bool") for p in s.params)))
+    ops += guard_conditions(field_ops)
     if s.trailing == "ignore":
         ops.append(SkipTrailing())
     if s.requires:
@@ -551,7 +738,7 @@ def _lower_kind(s: StructDef, f: FrameField, plans: dict[str, LayoutPlan], byte_
             if held is None:
                 raise AssertionError(f"{f.name!r}: an unresolved struct")
             if held.name not in plans or f.size is not None:
-                return NestedOther(f, held, region)
+                return NestedOther(f, held, region, plans.get(held.name))
             when: Presence
             if f.when_peek is not None:
                 kind, equals = f.when_peek
@@ -560,7 +747,7 @@ def _lower_kind(s: StructDef, f: FrameField, plans: dict[str, LayoutPlan], byte_
             elif f.when_remaining:
                 when = IfRemaining()
             elif f.optional:
-                return NestedOther(f, held, region, plans[held.name] if f.when else None)
+                return NestedOther(f, held, region, plans[held.name])
             else:
                 when = Always()
             return Nested(f, plans[held.name], when, region)
@@ -569,7 +756,10 @@ def _lower_kind(s: StructDef, f: FrameField, plans: dict[str, LayoutPlan], byte_
         case VarintField():
             if f.const is None and (ranged := _ranged(f, "varint")) is not None:
                 return ranged
-            return ReadVarint(f, f.const, f.size_of == "rest", f.max_bytes, size_extra(s, f))
+            sizes_struct = f.size_of not in (None, "rest") and isinstance(
+                s.field(f.size_of or ""), StructField)
+            return ReadVarint(f, f.const, f.size_of == "rest", f.max_bytes, size_extra(s, f),
+                              sizes_struct)
         case BoolField():
             return ReadBool(f, f.const, f.size_of == "rest")
         case UuidField():

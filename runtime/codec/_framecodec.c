@@ -98,6 +98,7 @@ struct FrameCodecObject {
     unsigned int ctor_version;  /* the class's version tag when last found unchanged, or 0 */
     vectorcallfunc saved_vectorcall;
     destructor saved_dealloc;  /* cls->tp_dealloc before slotted_dealloc, or NULL */
+    int nparams;                /* the struct's params (params:), passed by the holder's row */
 };
 
 static PyTypeObject FrameCodec_Type;
@@ -326,6 +327,8 @@ static int attr_operand(PyObject *msg, PyObject *name, long long *out) {
     return ok;
 }
 
+static int binary_step(int op, long long a, long long b, long long *out);
+
 /* Whether the condition of row `r` holds: 1 or 0, -1 to give up (a value that is not a plain
    integer, or a step a 64-bit integer cannot take as Python's ints do). The operands are the
    earlier rows' decoded values (`values`), or the slots of `obj` when encoding. */
@@ -360,9 +363,19 @@ static int condition_holds(const FrameCodecObject *c, const Row *r, PyObject *co
             continue;
         }
         if (top < 2) return -1;
-        long long a = stack[top - 2], b = stack[top - 1], v;
-        unsigned long long ua = (unsigned long long)a, ub = (unsigned long long)b;
-        switch (st->op) {
+        long long v;
+        if (binary_step(st->op, stack[top - 2], stack[top - 1], &v) < 0) return -1;
+        stack[--top - 1] = v;
+    }
+    return top == 1 ? stack[0] != 0 : -1;
+}
+
+/* a (op) b for a binary step of a program: 0 with *out set, or -1 for a step a 64-bit integer
+   cannot take as Python's ints do (an overflow, a negative shift) or an unknown step. */
+static int binary_step(int op, long long a, long long b, long long *out) {
+    long long v;
+    unsigned long long ua = (unsigned long long)a, ub = (unsigned long long)b;
+    switch (op) {
         case X_AND: v = a && b; break;
         case X_OR: v = a || b; break;
         case X_BITAND: v = (long long)(ua & ub); break;
@@ -390,11 +403,12 @@ static int condition_holds(const FrameCodecObject *c, const Row *r, PyObject *co
         case X_LE: v = a <= b; break;
         case X_GT: v = a > b; break;
         case X_GE: v = a >= b; break;
+        case X_ORV: v = a ? a : b; break;
+        case X_ANDV: v = a ? b : a; break;
         default: return -1;
-        }
-        stack[--top - 1] = v;
     }
-    return top == 1 ? stack[0] != 0 : -1;
+    *out = v;
+    return 0;
 }
 
 #if defined(__GNUC__)
@@ -403,8 +417,185 @@ static int condition_holds(const FrameCodecObject *c, const Row *r, PyObject *co
 #define NOINLINE
 #endif
 
-static PyObject *decode_struct(FrameCodecObject *c, PyObject *buf, Py_ssize_t *ppos,
-                               Py_ssize_t end, int depth);
+static PyObject *decode_struct_p(FrameCodecObject *c, PyObject *buf, Py_ssize_t *ppos,
+                                 Py_ssize_t end, int depth, const long long *params);
+
+/* A struct without params (a struct with params gives up without them). */
+static inline PyObject *decode_struct(FrameCodecObject *c, PyObject *buf, Py_ssize_t *ppos,
+                                      Py_ssize_t end, int depth) {
+    return decode_struct_p(c, buf, ppos, end, depth, NULL);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* the rows TANK brought (issue #21): guards, values, derived fields, params and arguments,
+   structs in a size of their own; see vocabulary.py */
+
+#define F_GUARDED 8  /* a row after a guard: left out when the guard does not hold */
+#define F_EXTRA 16   /* a guard: the value row it guards is 0 when left out (not None);
+                        a derive row: the value is a bool */
+
+static inline int is_tank_op(int op) { return op >= OP_GUARD && op <= OP_STRUCT_SIZED; }
+
+/* What a program reads: on decode the rows' values so far; on encode the struct's slots, and
+   for the rows not stored (value rows) what encoding them computed. */
+typedef struct {
+    const FrameCodecObject *c;
+    PyObject *const *values;     /* decoding; NULL when encoding */
+    PyObject *obj;               /* encoding */
+    const long long *computed;   /* encoding */
+    const long long *params;     /* the struct's params (NULL for a struct without) */
+    long long index;             /* an array_args item's index */
+} Env;
+
+/* Run the program prog[:len], leaving `want` values in out: 0, or -1 to give up (an operand
+   that is not a plain integer, a step a 64-bit integer cannot take as Python's ints do). */
+static int run_prog(const Step *prog, Py_ssize_t len, const Env *e, long long *out, int want) {
+    long long stack[EXPR_MAX_DEPTH];
+    int top = 0;
+    for (Py_ssize_t k = 0; k < len; k++) {
+        const Step *st = &prog[k];
+        switch (st->op) {
+        case X_FIELD: case X_CONST: case X_PARAM: case X_INDEX: {
+            if (top >= EXPR_MAX_DEPTH) return -1;
+            long long *v = &stack[top++];
+            if (st->op == X_CONST) {
+                *v = st->arg;
+            } else if (st->op == X_PARAM) {
+                if (e->params == NULL) return -1;
+                *v = e->params[st->arg];
+            } else if (st->op == X_INDEX) {
+                *v = e->index;
+            } else if (e->values != NULL) {
+                if (!operand(e->values[st->arg], v)) return -1;
+            } else if (e->c->rows[st->arg].offset >= 0) {
+                if (!operand(slot(e->obj, e->c->rows[st->arg].offset), v)) return -1;
+            } else {
+                *v = e->computed[st->arg];
+            }
+            break;
+        }
+        case X_NOT: case X_NEG: {
+            if (top < 1) return -1;
+            long long a = stack[top - 1];
+            if (st->op == X_NEG && a == LLONG_MIN) return -1;
+            stack[top - 1] = st->op == X_NOT ? !a : -a;
+            break;
+        }
+        case X_SELECT:  /* then, test, else */
+            if (top < 3) return -1;
+            stack[top - 3] = stack[top - 2] ? stack[top - 3] : stack[top - 1];
+            top -= 2;
+            break;
+        default: {
+            if (top < 2) return -1;
+            long long v;
+            if (binary_step(st->op, stack[top - 2], stack[top - 1], &v) < 0) return -1;
+            stack[--top - 1] = v;
+        }
+        }
+    }
+    if (top != want) return -1;
+    memcpy(out, stack, sizeof(long long) * (size_t)want);
+    return 0;
+}
+
+/* The integer of a value or size_of_struct row at data[*ppos:end] (fixed width or varint):
+   0 with *raw set, or -1. */
+static int read_row_int(const Row *r, const unsigned char *data, Py_ssize_t *ppos,
+                        Py_ssize_t end, unsigned long long *raw) {
+    Py_ssize_t pos = *ppos;
+    if (r->flags & F_VARINT) {
+        int used = read_varint(data + pos, end - pos, raw);
+        if (used == 0) return -1;
+        *ppos = pos + used;
+        return 0;
+    }
+    if (end - pos < r->width) return -1;
+    *raw = read_uint(data + pos, r->width, r->flags & F_BIG);
+    *ppos = pos + r->width;
+    return 0;
+}
+
+/* Decode TANK's row `r` as decode_row does; 1 when it is a guard that does not hold (the next
+   row's value is set: the caller steps over it). */
+static NOINLINE int decode_tank_row(FrameCodecObject *c, const Row *r, PyObject *buf,
+                                    const unsigned char *data, Py_ssize_t *ppos,
+                                    Py_ssize_t end, PyObject **values, Py_ssize_t *sizes,
+                                    int depth, const long long *params) {
+    Py_ssize_t pos = *ppos;
+    Py_ssize_t i = r - c->rows;
+    Env e = {c, values, NULL, NULL, params, 0};
+    long long v;
+    switch (r->op) {
+        case OP_GUARD:
+            if (run_prog(r->prog, r->prog_len, &e, &v, 1) < 0) return -1;
+            if (v) return 0;
+            values[i + 1] = r->flags & F_EXTRA ? PyLong_FromLong(0) : Py_NewRef(Py_None);
+            return values[i + 1] == NULL ? -1 : 1;
+        case OP_VALUE: {
+            unsigned long long raw;
+            if (read_row_int(r, data, &pos, end, &raw) < 0) return -1;
+            values[i] = r->flags & F_VARINT ? PyLong_FromUnsignedLongLong(raw)
+                                            : int_value(raw, r->width, r->flags);
+            if (values[i] == NULL) return -1;
+            break;
+        }
+        case OP_DERIVE:
+            if (run_prog(r->prog, r->prog_len, &e, &v, 1) < 0) return -1;
+            values[i] = r->flags & F_EXTRA ? PyBool_FromLong(v != 0) : PyLong_FromLongLong(v);
+            if (values[i] == NULL) return -1;
+            break;
+        case OP_STRUCT_ARGS: {
+            long long args[EXPR_MAX_DEPTH];
+            if (run_prog(r->prog, r->prog_len, &e, args, (int)r->number) < 0) return -1;
+            values[i] = decode_struct_p((FrameCodecObject *)r->obj, buf, &pos, end, depth + 1,
+                                        args);
+            if (values[i] == NULL) return -1;
+            break;
+        }
+        case OP_ARRAY_ARGS: {
+            /* A negative count is none, as range() makes it. */
+            long long count = r->index >= 0 ? (long long)sizes[r->index]
+                                            : params == NULL ? -1 : params[r->width];
+            PyObject *list = PyList_New(0);
+            if ((values[i] = list) == NULL) return -1;
+            for (e.index = 0; e.index < count; e.index++) {
+                long long args[EXPR_MAX_DEPTH];
+                Py_ssize_t before = pos;
+                if (run_prog(r->prog, r->prog_len, &e, args, (int)r->number) < 0) return -1;
+                PyObject *item = decode_struct_p((FrameCodecObject *)r->obj, buf, &pos, end,
+                                                 depth + 1, args);
+                if (item == NULL) return -1;
+                int rc = PyList_Append(list, item);
+                Py_DECREF(item);
+                /* An item of no bytes: a count too large to run here is the Python code's. */
+                if (rc < 0 || pos == before) return -1;
+            }
+            break;
+        }
+        case OP_SIZE_OF_STRUCT: {
+            unsigned long long raw;
+            if (read_row_int(r, data, &pos, end, &raw) < 0) return -1;
+            if ((r->flags & F_SIGNED && signed_of(raw, r->width) < 0)
+                    || raw > (unsigned long long)PY_SSIZE_T_MAX)
+                return -1;
+            sizes[i] = (Py_ssize_t)raw;
+            break;
+        }
+        case OP_STRUCT_SIZED: {
+            if (sizes[r->index] > end - pos) return -1;
+            Py_ssize_t vend = pos + sizes[r->index];
+            values[i] = decode_struct_p((FrameCodecObject *)r->obj, buf, &pos, vend, depth + 1,
+                                        NULL);
+            if (values[i] == NULL || pos != vend) return -1;
+            break;
+        }
+        default:
+            return -1;
+    }
+    *ppos = pos;
+    return 0;
+}
 
 /* ------------------------------------------------------------------------------------------ */
 /* TubeMQ's rows (issue #21): blocks and protobuf messages with a length prefix of their own */
@@ -712,15 +903,15 @@ static NOINLINE int decode_row(FrameCodecObject *c, const Row *r, PyObject *buf,
 
 /* Decode codec's struct from buf[*pos:end]; on success *pos is the position after it. NULL
    means give up (any exception is cleared by the caller). */
-static PyObject *decode_struct(FrameCodecObject *c, PyObject *buf, Py_ssize_t *ppos,
-                               Py_ssize_t end, int depth) {
+static PyObject *decode_struct_p(FrameCodecObject *c, PyObject *buf, Py_ssize_t *ppos,
+                                 Py_ssize_t end, int depth, const long long *params) {
     const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(buf);
     Py_ssize_t pos = *ppos;
     Py_ssize_t sizes[FRAME_MAX_ROWS];
     PyObject *values[FRAME_MAX_ROWS];
     PyObject *obj = NULL;
     Py_ssize_t i, n = c->nrows;
-    if (depth > MAX_DEPTH) return NULL;
+    if (depth > MAX_DEPTH || (c->nparams > 0 && params == NULL)) return NULL;
     for (i = 0; i < n; i++) values[i] = NULL;
     for (i = 0; i < n; i++) {
         const Row *r = &c->rows[i];
@@ -784,11 +975,16 @@ static PyObject *decode_struct(FrameCodecObject *c, PyObject *buf, Py_ssize_t *p
             if (values[i] == NULL) goto give_up;
             break;
         }
-        default:
+        default: {
             /* The rows issue #21 added, out of line: the loop over Pulsar's rows stays as
                small as it was. */
-            if (decode_row(c, r, buf, data, &pos, end, values, sizes, depth) < 0) goto give_up;
+            int rc = is_tank_op(r->op)
+                ? decode_tank_row(c, r, buf, data, &pos, end, values, sizes, depth, params)
+                : decode_row(c, r, buf, data, &pos, end, values, sizes, depth);
+            if (rc < 0) goto give_up;
+            i += rc;  /* a guard that does not hold: the row it guards is left out */
             break;
+        }
         }
     }
     if (c->check_end && pos != end) goto give_up;
@@ -845,7 +1041,12 @@ static int size_fits(const Row *r, Py_ssize_t v) {
     return bits >= 63 || (unsigned long long)v >> bits == 0;
 }
 
-static int encode_struct(FrameCodecObject *c, PyObject *obj, Out *o, int depth);
+static int encode_struct_p(FrameCodecObject *c, PyObject *obj, Out *o, int depth,
+                           const long long *params);
+
+static inline int encode_struct(FrameCodecObject *c, PyObject *obj, Out *o, int depth) {
+    return encode_struct_p(c, obj, o, depth, NULL);
+}
 
 /* The (key, codec or None) of a switch row for the body `v`, or NULL (maybe with an error)
    when its class is not one of the cases. */
@@ -1160,14 +1361,117 @@ static NOINLINE int encode_row(FrameCodecObject *c, const Row *r, PyObject *obj,
     return 0;
 }
 
+/* Write the integer `v` of a value or size_of_struct row: 0, or -1 if it does not fit. */
+static int write_row_int(const Row *r, long long v, Out *o) {
+    if (r->flags & F_VARINT) return v < 0 ? -1 : out_varint(o, (unsigned long long)v);
+    int bits = r->width * 8;
+    if (r->flags & F_SIGNED) {
+        if (bits < 64 && (v < -(1LL << (bits - 1)) || v >= (1LL << (bits - 1)))) return -1;
+    } else if (v < 0 || (bits < 64 && (unsigned long long)v >> bits)) {
+        return -1;
+    }
+    unsigned long long raw = (unsigned long long)v & (bits < 64 ? (1ULL << bits) - 1 : ~0ULL);
+    return out_uint(o, raw, r->width, r->flags);
+}
+
+/* Append TANK's row `r` as encode_row does; 1 when it is a guard that does not hold (the row
+   it guards is left out: the caller steps over it). computed[] holds what each value row
+   wrote, encoded[] the bytes of each struct_sized row, made at its size row. */
+static NOINLINE int encode_tank_row(FrameCodecObject *c, const Row *r, PyObject *obj, Out *o,
+                                    Py_ssize_t *counts, PyObject **encoded,
+                                    long long *computed, int depth, const long long *params) {
+    Py_ssize_t i = r - c->rows;
+    Env e = {c, NULL, obj, computed, params, 0};
+    long long v;
+    switch (r->op) {
+        case OP_GUARD: {
+            if (run_prog(r->prog, r->prog_len, &e, &v, 1) < 0) return -1;
+            if (v) return 0;
+            const Row *t = r + 1;
+            if (t->offset >= 0) {
+                /* The Python code says a field left out must be None. */
+                if (slot(obj, t->offset) != Py_None) return -1;
+            } else {
+                computed[i + 1] = 0;
+            }
+            return 1;
+        }
+        case OP_VALUE:
+            if (run_prog(r->prog, r->prog_len, &e, &v, 1) < 0 || write_row_int(r, v, o) < 0)
+                return -1;
+            computed[i] = v;
+            break;
+        case OP_DERIVE: {
+            /* The value held must be what the program gives (the Python code checks it). */
+            long long held;
+            if (run_prog(r->prog, r->prog_len, &e, &v, 1) < 0
+                    || !operand(slot(obj, r->offset), &held))
+                return -1;
+            if (held != (r->flags & F_EXTRA ? v != 0 : v)) return -1;
+            break;
+        }
+        case OP_STRUCT_ARGS: {
+            long long args[EXPR_MAX_DEPTH];
+            if (run_prog(r->prog, r->prog_len, &e, args, (int)r->number) < 0) return -1;
+            return encode_struct_p((FrameCodecObject *)r->obj, slot(obj, r->offset), o,
+                                   depth + 1, args);
+        }
+        case OP_ARRAY_ARGS: {
+            PyObject *list = slot(obj, r->offset);
+            if (list == NULL || !PyList_CheckExact(list)) return -1;
+            /* Its length must be the count: its count_of row's, or the param's. */
+            long long count = r->index >= 0 ? (long long)counts[r->index]
+                                            : params == NULL ? -1 : params[r->width];
+            if (PyList_GET_SIZE(list) != count) return -1;
+            for (e.index = 0; e.index < PyList_GET_SIZE(list); e.index++) {
+                long long args[EXPR_MAX_DEPTH];
+                if (run_prog(r->prog, r->prog_len, &e, args, (int)r->number) < 0) return -1;
+                PyObject *item = Py_NewRef(PyList_GET_ITEM(list, e.index));
+                int rc = encode_struct_p((FrameCodecObject *)r->obj, item, o, depth + 1, args);
+                Py_DECREF(item);
+                if (rc < 0) return -1;
+            }
+            break;
+        }
+        case OP_SIZE_OF_STRUCT: {
+            /* The struct comes later (after other rows): encoded now, as the Python code does,
+               and kept for its row. */
+            const Row *t = &c->rows[r->index];
+            Out tmp;
+            out_init(&tmp);
+            int rc = encode_struct_p((FrameCodecObject *)t->obj, slot(obj, t->offset), &tmp,
+                                     depth + 1, NULL);
+            PyObject *b = rc < 0 ? NULL : PyBytes_FromStringAndSize(tmp.data, tmp.len);
+            out_free(&tmp);
+            if (b == NULL) return -1;
+            encoded[r->index] = b;
+            if (write_row_int(r, (long long)PyBytes_GET_SIZE(b), o) < 0) return -1;
+            break;
+        }
+        case OP_STRUCT_SIZED: {
+            PyObject *b = encoded[i];
+            if (b == NULL || out_write(o, PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b)) < 0)
+                return -1;
+            break;
+        }
+        default:
+            return -1;
+    }
+    return 0;
+}
+
 /* Append codec's struct `obj` to `o`. 0 on success, -1 to give up. */
-static int encode_struct(FrameCodecObject *c, PyObject *obj, Out *o, int depth) {
+static int encode_struct_p(FrameCodecObject *c, PyObject *obj, Out *o, int depth,
+                           const long long *params) {
     Py_ssize_t i, n = c->nrows;
     Py_ssize_t at[FRAME_MAX_ROWS];       /* where each row's bytes start */
     PyObject *encoded[FRAME_MAX_ROWS];   /* protobuf bytes, made when their size field is reached */
     Py_ssize_t counts[FRAME_MAX_ROWS];   /* what each count_of row wrote */
+    long long computed[FRAME_MAX_ROWS];  /* what each value row wrote */
     int rc = -1;
-    if (depth > MAX_DEPTH || obj == NULL || Py_TYPE(obj) != c->cls) return -1;
+    if (depth > MAX_DEPTH || obj == NULL || Py_TYPE(obj) != c->cls
+            || (c->nparams > 0 && params == NULL))
+        return -1;
     for (i = 0; i < n; i++) encoded[i] = NULL;
     for (i = 0; i < n; i++) {
         const Row *r = &c->rows[i];
@@ -1243,10 +1547,15 @@ static int encode_struct(FrameCodecObject *c, PyObject *obj, Out *o, int depth) 
             if (encode_struct((FrameCodecObject *)r->obj, v, o, depth + 1) < 0) goto done;
             break;
         }
-        default:
+        default: {
             /* The rows issue #21 added, out of line (see decode_row). */
-            if (encode_row(c, r, obj, o, counts, depth) < 0) goto done;
+            int got = is_tank_op(r->op)
+                ? encode_tank_row(c, r, obj, o, counts, encoded, computed, depth, params)
+                : encode_row(c, r, obj, o, counts, depth);
+            if (got < 0) goto done;
+            if (got > 0) at[++i] = o->len;  /* a guard that does not hold: its row left out */
             break;
+        }
         }
     }
     /* Sizes of the rest first, then checksums (which may cover them), as the Python code. */
@@ -1402,11 +1711,12 @@ static inline int has_default(const Row *r) {
 }
 
 /* Whether a stored row may be left out of the constructor's keywords: an optional nested
-   struct and a conditional integer are None, as in the dataclass; a default row its default. */
+   struct, a conditional integer and a guarded row are None, as in the dataclass; a default
+   row its default. */
 static inline int left_out_ok(const Row *r) {
     return (r->op == OP_STRUCT && r->index != PRESENT_ALWAYS) || r->op == OP_CONDITION
            || r->op == OP_STRUCT_WHEN || r->op == OP_PROTO_PREFIXED_WHEN || r->op == OP_INT_WHEN
-           || r->op == OP_PREFIXED_OPTIONAL || has_default(r);
+           || r->op == OP_PREFIXED_OPTIONAL || has_default(r) || (r->flags & F_GUARDED);
 }
 
 static int ctor_class_intact(FrameCodecObject *c) {
@@ -1584,6 +1894,104 @@ static int bad_row(Py_ssize_t i, const char *why) {
     return -1;
 }
 
+/* Whether the program of row i of `self` reads only earlier integer rows, params it has and
+   (for an array_args row) the item's index, and leaves `want` values. */
+static int check_prog(FrameCodecObject *self, Py_ssize_t i, int want) {
+    const Row *r = &self->rows[i];
+    int top = 0;
+    for (Py_ssize_t k = 0; k < r->prog_len; k++) {
+        const Step *st = &r->prog[k];
+        int need = 0, effect = -1;
+        if (st->op < X_FIELD || st->op >= X_END) return bad_row(i, "unknown step");
+        switch (st->op) {
+        case X_FIELD: {
+            /* A value row's program runs on encode only, where every stored row is there. */
+            Py_ssize_t last = r->op == OP_VALUE ? self->nrows : i;
+            int at = st->arg >= 0 && st->arg < last && st->arg != i ? self->rows[st->arg].op : 0;
+            if (at == OP_VALUE && st->arg > i) at = 0;
+            if (at != OP_INT && at != OP_VARINT && at != OP_BOOL && at != OP_CONDITION
+                    && at != OP_VALUE && at != OP_DERIVE)
+                return bad_row(i, "a program reads earlier integer rows only");
+            effect = 1;
+            break;
+        }
+        case X_PARAM:
+            if (st->arg < 0 || st->arg >= self->nparams) return bad_row(i, "no such param");
+            effect = 1;
+            break;
+        case X_INDEX:
+            if (r->op != OP_ARRAY_ARGS) return bad_row(i, "only an array's items have an index");
+            effect = 1;
+            break;
+        case X_CONST: effect = 1; break;
+        case X_NOT: case X_NEG: need = 1; effect = 0; break;
+        case X_SELECT: need = 3; effect = -2; break;
+        default: need = 2; break;
+        }
+        if (top < need) return bad_row(i, "a program does not balance");
+        top += effect;
+        if (top > EXPR_MAX_DEPTH) return bad_row(i, "a program is too deep");
+    }
+    return top == want ? 0 : bad_row(i, "a program does not leave its values");
+}
+
+/* Check TANK's rows (and the row a guard guards) as check_row checks the others. */
+static int check_tank_row(FrameCodecObject *self, Py_ssize_t i) {
+    Row *r = &self->rows[i];
+    int fixed = (r->op == OP_VALUE || r->op == OP_SIZE_OF_STRUCT) && !(r->flags & F_VARINT);
+    if (fixed && r->width != 1 && r->width != 2 && r->width != 4 && r->width != 8)
+        return bad_row(i, "integer width must be 1, 2, 4 or 8");
+    if (r->flags & F_GUARDED && (i == 0 || self->rows[i - 1].op != OP_GUARD))
+        return bad_row(i, "a guarded row comes right after its guard");
+    int nested = r->op == OP_STRUCT_ARGS || r->op == OP_ARRAY_ARGS || r->op == OP_STRUCT_SIZED;
+    if (nested) {
+        if (r->obj == NULL || Py_TYPE(r->obj) != &FrameCodec_Type)
+            return bad_row(i, "needs the nested struct's codec");
+        long long takes = r->op == OP_STRUCT_SIZED ? 0 : (long long)r->number;
+        if (((FrameCodecObject *)r->obj)->nparams != takes || takes > EXPR_MAX_DEPTH)
+            return bad_row(i, "the arguments must be the nested struct's params");
+    }
+    if ((r->op == OP_GUARD || r->op == OP_VALUE || r->op == OP_DERIVE || r->op == OP_STRUCT_ARGS
+         || r->op == OP_ARRAY_ARGS)
+            && check_prog(self, i, r->op == OP_STRUCT_ARGS || r->op == OP_ARRAY_ARGS
+                                   ? (int)r->number : 1) < 0)
+        return -1;
+    switch (r->op) {
+    case OP_GUARD: {
+        const Row *t = i + 1 < self->nrows ? &self->rows[i + 1] : NULL;
+        int kind = t == NULL ? 0 : t->op;
+        if (!(t != NULL && t->flags & F_GUARDED)
+                || !(kind == OP_INT || kind == OP_VARINT || kind == OP_PREFIXED
+                     || kind == OP_BYTES || kind == OP_STRUCT_ARGS || kind == OP_VALUE
+                     || (kind == OP_STRUCT && t->index == PRESENT_ALWAYS)))
+            return bad_row(i, "a guard needs a row it can leave out after it");
+        if ((r->flags & F_EXTRA) != 0 && kind != OP_VALUE)
+            return bad_row(i, "only a value row is 0 when left out");
+        if ((r->flags & F_EXTRA) == 0 && kind == OP_VALUE)
+            return bad_row(i, "a value row left out is 0");
+        if (kind == OP_PREFIXED && t->obj != NULL)
+            return bad_row(i, "a guarded prefixed row has no default");
+        break;
+    }
+    case OP_ARRAY_ARGS:
+        if (r->index >= 0 ? r->index >= i || self->rows[r->index].op != OP_COUNT_OF
+                          : r->width < 0 || r->width >= self->nparams)
+            return bad_row(i, "an array's count is a count_of row before it or a param");
+        break;
+    case OP_SIZE_OF_STRUCT:
+        if (r->index <= i || r->index >= self->nrows
+                || self->rows[r->index].op != OP_STRUCT_SIZED
+                || self->rows[r->index].index != i)
+            return bad_row(i, "a struct's size needs its struct_sized row after it");
+        break;
+    case OP_STRUCT_SIZED:
+        if (r->index < 0 || r->index >= i || self->rows[r->index].op != OP_SIZE_OF_STRUCT)
+            return bad_row(i, "a sized struct needs its size row before it");
+        break;
+    }
+    return 0;
+}
+
 /* Check row i against the others: the references the codec follows without checking. */
 static int check_row(FrameCodecObject *self, Py_ssize_t i) {
     Row *r = &self->rows[i];
@@ -1602,7 +2010,9 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
                  || r->op == OP_VARINT || r->op == OP_BOOL || r->op == OP_STRUCT_ARRAY
                  || r->op == OP_CONDITION || r->op == OP_BLOCKS || r->op == OP_PROTO_PREFIXED
                  || r->op == OP_STRUCT_WHEN || r->op == OP_PROTO_PREFIXED_WHEN
-                 || r->op == OP_INT_WHEN || r->op == OP_PREFIXED_OPTIONAL || r->op == OP_DEFAULT_BOOL;
+                 || r->op == OP_INT_WHEN || r->op == OP_PREFIXED_OPTIONAL || r->op == OP_DEFAULT_BOOL
+                 || r->op == OP_DERIVE || r->op == OP_STRUCT_ARGS
+                 || r->op == OP_ARRAY_ARGS || r->op == OP_STRUCT_SIZED;
     if (stored != (r->offset >= 0)) return bad_row(i, "stored fields, and only they, need a slot");
     if (r->op == OP_SIZE) {
         if (r->index <= i || r->index >= self->nrows) return bad_row(i, "size of a later row");
@@ -1629,7 +2039,8 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
             && (r->obj == NULL || Py_TYPE(r->obj) != &FrameCodec_Type))
         return bad_row(i, "needs the nested struct's codec");
     if (r->op == OP_COUNT_OF && (r->index <= i || r->index >= self->nrows
-                                 || self->rows[r->index].op != OP_STRUCT_ARRAY
+                                 || (self->rows[r->index].op != OP_STRUCT_ARRAY
+                                     && self->rows[r->index].op != OP_ARRAY_ARGS)
                                  || self->rows[r->index].index != i))
         return bad_row(i, "a count needs the struct_array row it counts after it");
     if (r->op == OP_CONDITION) {
@@ -1724,6 +2135,27 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
                 && r->width != 8)
             return bad_row(i, "peek width must be 1, 2, 4 or 8");
     }
+    return check_tank_row(self, i);
+}
+
+/* Parse the program `steps` ((X_* number, argument) pairs) into row r. */
+static int parse_prog(Row *r, PyObject *steps) {
+    if (!PyTuple_Check(steps)) {
+        PyErr_SetString(PyExc_ValueError, "FrameCodec: a program is a tuple of steps");
+        return -1;
+    }
+    Py_ssize_t len = PyTuple_GET_SIZE(steps);
+    r->prog = PyMem_Calloc(len ? (size_t)len : 1, sizeof(Step));
+    if (r->prog == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    r->prog_len = len;
+    for (Py_ssize_t k = 0; k < len; k++) {
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(steps, k), "iL:program step", &r->prog[k].op,
+                              &r->prog[k].arg))
+            return -1;
+    }
     return 0;
 }
 
@@ -1752,20 +2184,26 @@ static int parse_guard_program(Row *r, PyObject *steps) {
     return 0;
 }
 
-/* FrameCodec(cls, rows, check_end, py_encode, py_decode, py_decode_from)
+/* FrameCodec(cls, rows, check_end, py_encode, py_decode, py_decode_from[, nparams])
    rows: (op, slot, width, flags, index, number, obj, dispatch_attr, body_fields, present_slot)
    per field, in
-   wire order; see runtime/codec/compiled_frames.py. */
+   wire order; see runtime/codec/compiled_frames.py. A row of TANK's ops with a program has
+   it in dispatch_attr's place; nparams: how many params the struct takes (0: none). */
 static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     PyObject *cls, *rows, *py_encode, *py_decode, *py_decode_from;
-    int check_end;
+    int check_end, nparams = 0;
     if (kwds && PyDict_GET_SIZE(kwds)) {
         PyErr_SetString(PyExc_TypeError, "FrameCodec() takes positional arguments");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "O!O!pOOO:FrameCodec", &PyType_Type, &cls, &PyTuple_Type,
-                          &rows, &check_end, &py_encode, &py_decode, &py_decode_from))
+    if (!PyArg_ParseTuple(args, "O!O!pOOO|i:FrameCodec", &PyType_Type, &cls, &PyTuple_Type,
+                          &rows, &check_end, &py_encode, &py_decode, &py_decode_from,
+                          &nparams))
         return NULL;
+    if (nparams < 0 || nparams > EXPR_MAX_DEPTH) {
+        PyErr_Format(PyExc_ValueError, "FrameCodec: at most %d params", EXPR_MAX_DEPTH);
+        return NULL;
+    }
     Py_ssize_t n = PyTuple_GET_SIZE(rows);
     if (n > FRAME_MAX_ROWS) {
         PyErr_Format(PyExc_ValueError, "FrameCodec: at most %d rows", FRAME_MAX_ROWS);
@@ -1776,6 +2214,7 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     self->vectorcall = codec_vectorcall;
     self->cls = (PyTypeObject *)Py_NewRef(cls);
     self->check_end = check_end;
+    self->nparams = nparams;
     self->py_encode = Py_NewRef(py_encode);
     self->py_decode = Py_NewRef(py_decode);
     self->py_decode_from = Py_NewRef(py_decode_from);
@@ -1819,6 +2258,8 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
             }
             body = Py_None;
         }
+        if (r->op == OP_VALUE) self->has_temp = 1;  /* read for the rows after it */
+        if (is_tank_op(r->op) && attr != Py_None && parse_prog(r, attr) < 0) goto fail;
         if (r->op == OP_CONDITION) {
             if (!PyTuple_Check(obj)) {
                 bad_row(i, "a condition needs its program");

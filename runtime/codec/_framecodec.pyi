@@ -22,6 +22,7 @@ class FrameCodec:
         py_encode: Callable[..., bytes],
         py_decode: Callable[..., Any],
         py_decode_from: Callable[..., Any],
+        nparams: int = 0,
         /,
     ) -> None: ...
     __wrapped__: Callable[..., bytes]

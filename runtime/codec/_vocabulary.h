@@ -69,7 +69,14 @@ enum { /* FRAME_OPS */
     OP_INT_WHEN = 26,
     OP_PREFIXED_OPTIONAL = 27,
     OP_DEFAULT_BOOL = 28,
-    OP_END = 29,
+    OP_GUARD = 29,
+    OP_VALUE = 30,
+    OP_DERIVE = 31,
+    OP_STRUCT_ARGS = 32,
+    OP_ARRAY_ARGS = 33,
+    OP_SIZE_OF_STRUCT = 34,
+    OP_STRUCT_SIZED = 35,
+    OP_END = 36,
 };
 
 enum { /* FRAME_PRESENCE */
@@ -100,7 +107,12 @@ enum { /* EXPR_OPS */
     X_GE = 19,
     X_ATTR = 20,
     X_LEN = 21,
-    X_END = 22,
+    X_PARAM = 22,
+    X_INDEX = 23,
+    X_SELECT = 24,
+    X_ORV = 25,
+    X_ANDV = 26,
+    X_END = 27,
 };
 
 /* (vocabulary, name, number) for each word; ended by a NULL vocabulary. */
@@ -160,6 +172,13 @@ static const VocabularyWord VOCABULARY_WORDS[] = {
     {"FRAME_OPS", "int_when", OP_INT_WHEN},
     {"FRAME_OPS", "prefixed_optional", OP_PREFIXED_OPTIONAL},
     {"FRAME_OPS", "default_bool", OP_DEFAULT_BOOL},
+    {"FRAME_OPS", "guard", OP_GUARD},
+    {"FRAME_OPS", "value", OP_VALUE},
+    {"FRAME_OPS", "derive", OP_DERIVE},
+    {"FRAME_OPS", "struct_args", OP_STRUCT_ARGS},
+    {"FRAME_OPS", "array_args", OP_ARRAY_ARGS},
+    {"FRAME_OPS", "size_of_struct", OP_SIZE_OF_STRUCT},
+    {"FRAME_OPS", "struct_sized", OP_STRUCT_SIZED},
     {"FRAME_PRESENCE", "always", PRESENT_ALWAYS},
     {"FRAME_PRESENCE", "remaining", PRESENT_REMAINING},
     {"FRAME_PRESENCE", "peek", PRESENT_PEEK},
@@ -184,6 +203,11 @@ static const VocabularyWord VOCABULARY_WORDS[] = {
     {"EXPR_OPS", "ge", X_GE},
     {"EXPR_OPS", "attr", X_ATTR},
     {"EXPR_OPS", "len", X_LEN},
+    {"EXPR_OPS", "param", X_PARAM},
+    {"EXPR_OPS", "index", X_INDEX},
+    {"EXPR_OPS", "select", X_SELECT},
+    {"EXPR_OPS", "orv", X_ORV},
+    {"EXPR_OPS", "andv", X_ANDV},
     {NULL, NULL, 0},
 };
 

@@ -74,6 +74,10 @@ _python_methods: dict[type, tuple[Any, Any, Any]] = {}
 _compiled_methods: dict[type, tuple[Any, Any, Any]] = {}
 # class -> the codec whose compiled constructor install_layouts() gave it.
 _constructors: dict[type, Any] = {}
+# (table, key, Python method, compiled method): entries of a generated module's tables of
+# methods, bound when the module ran (before the compiled codec came in), that
+# register_table_entry() pointed at the compiled methods.
+_table_entries: list[tuple[dict[Any, Any], Any, Any, Any]] = []
 # class -> its layout table, as install_layouts() was given it (read by runtime.spark.columnar).
 _layouts: dict[type, tuple[FieldLayout, ...]] = {}
 
@@ -182,6 +186,13 @@ def register(cls: type, python: tuple[Any, Any, Any], compiled: tuple[Any, Any, 
     _set_methods(cls, compiled)
 
 
+def register_table_entry(table: dict[Any, Any], key: Any, method: Any) -> None:
+    """Put the compiled ``method`` in ``table[key]``, and let :func:`pure_python` put the
+    Python one back (``runtime.codec.compiled_frames`` uses this)."""
+    _table_entries.append((table, key, table[key], method))
+    table[key] = method
+
+
 def register_constructor(cls: type, codec: Any) -> None:
     """Let :func:`pure_python` switch ``codec``'s installed constructor for ``cls`` off and on
     (``codec`` has ``enable_constructor`` and ``constructor_enabled``)."""
@@ -238,6 +249,8 @@ def _use_compiled(on: bool) -> None:
         _set_methods(cls, methods)
     for codec in _constructors.values():
         codec.enable_constructor(on)
+    for table, key, python, method in _table_entries:
+        table[key] = method if on else python
     _set_enum_access(on)
 
 

@@ -24,6 +24,7 @@ unknown arguments to the dataclass ``__init__``), so every error comes from them
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterable
 from types import ModuleType
 from typing import Any, TypeAlias
@@ -86,21 +87,38 @@ if _framecodec is not None:
 #   op "prefixed_optional": a "prefixed" row read when bytes remain, None when not
 #   op "default_bool": a bool read when its byte remains, ref when not
 #   op "skip_trailing": the last row (its name is None): bytes after the last field are skipped
+# The rows TANK brought; a program is as a condition's, and may also push a param by its
+# number ("param", k) and an array item's index ("index", None):
+#   op "guard":     the next row is there when the program ref gives true (name None); extra
+#                   True when that row is a value row, 0 when left out (else None)
+#   op "value":     an integer of int_type (or "varint") not stored; ref its program (value:)
+#   op "derive":    no bytes: ref's program gives the value; extra True for a bool
+#   op "struct_args": a nested struct (ref its class) whose params the program extra gives
+#   op "array_args": nested structs (ref their class), extra (count, program): count
+#                   ("field", the count_of row's name) or ("param", k); the program gives each
+#                   item's params
+#   op "size_of_struct": the byte size (of int_type) of the struct_sized row named by ref
+#   op "struct_sized": a nested struct (ref its class) filling the size of the row named by
+#                   extra
 #   "signed_size", "size_of_other" and "signed_bytes" are "size" and "bytes" rows
 #   (vocabulary.FRAME_ALIASES).
 FrameRow: TypeAlias = tuple[str, str | None, str | None, Any, Any]
-# (struct class, whether bytes left after the last field are an error, its rows)
-FrameLayout: TypeAlias = tuple[type, bool, tuple[FrameRow, ...]]
+# (struct class, whether bytes left after the last field are an error, its rows), and for a
+# struct taking params, how many
+FrameLayout: TypeAlias = (tuple[type, bool, tuple[FrameRow, ...]]
+                          | tuple[type, bool, tuple[FrameRow, ...], int])
 
 _OPS = vocabulary.OPS
 _STORED = {"int", "proto", vocabulary.ENVELOPE, "bytes", "struct", "uuid", "switch",
            "struct_run", "prefixed", "default", "varint", "bool", "struct_array",
            "condition", "blocks", "proto_prefixed", "struct_when", "proto_prefixed_when",
-           "int_when", "prefixed_optional", "default_bool"}
+           "int_when", "prefixed_optional", "default_bool", "derive", "struct_args",
+           "array_args", "struct_sized"}
 _TEXT_KINDS = {"bytes": 0, "utf8": 1, "mutf8": 2}
 _PRESENCE = {None: vocabulary.PRESENCE["always"], "remaining": vocabulary.PRESENCE["remaining"]}
 _PEEK = vocabulary.PRESENCE["peek"]
 _SIGNED, _BIG, _VARINT = 1, 2, 4
+_GUARDED, _EXTRA = 8, 16  # a row after a guard; a guard's value row 0, a derived bool
 _INT_TYPE = re.compile(r"([ui])(8|16|32|64)(be|le)?")
 _CHECKSUMS = {"crc32c": checksums.crc32c, "crc32": checksums.crc32}
 _METHODS = ("encode", "decode", "decode_from")
@@ -121,26 +139,37 @@ def install_frame_layouts(layouts: Iterable[FrameLayout]) -> None:
     nested structs come before it.
     """
     layouts = tuple(layouts)
-    for cls, check_end, rows in layouts:
+    for cls, check_end, rows, *_ in layouts:
         _LAYOUTS[cls] = (check_end, rows)
     if not available():
         return
     assert _framecodec is not None and compiled._wirecodec is not None
     codecs: dict[type, Any] = {}
-    for cls, check_end, rows in layouts:
-        table = _c_rows(rows, codecs)
+    nparams: dict[type, int] = {}
+    module: ModuleType | None = None
+    for cls, check_end, rows, *takes in layouts:
+        nparams[cls] = takes[0] if takes else 0
+        table = _c_rows(rows, codecs, nparams)
         python = tuple(cls.__dict__[name] for name in _METHODS)
         codec = _framecodec.FrameCodec(cls, table, check_end, python[0], python[1].__func__,
-                                       python[2].__func__)
+                                       python[2].__func__, nparams[cls])
         class_method = compiled._wirecodec.ClassMethod
         methods = (codec,
                    class_method(cls, codec.own_decode, codec.decode, python[1].__func__),
                    class_method(cls, codec.own_decode_from, codec.decode_from,
                                 python[2].__func__))
+        if nparams[cls] or _decode_takes_more(python[2].__func__):
+            # Decoding one on its own takes the params (or the direction) as keywords: the
+            # Python methods' (the codec runs a struct with params inside its holder). Its
+            # encode hands keywords to them itself.
+            methods = (codec, python[1], python[2])
         codecs[cls] = codec
         compiled.register(cls, python, methods)
         if codec.install_constructor(cls.__dict__["__init__"]):
             compiled.register_constructor(cls, codec)
+        module = sys.modules.get(cls.__module__)
+    if codecs and module is not None:
+        _point_tables_at_codecs(module, codecs, nparams)
 
 
 def frame_layout(cls: type) -> tuple[bool, tuple[FrameRow, ...]] | None:
@@ -149,12 +178,40 @@ def frame_layout(cls: type) -> tuple[bool, tuple[FrameRow, ...]] | None:
     return _LAYOUTS.get(cls)
 
 
-def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any]) -> tuple[tuple[Any, ...], ...]:
+def _decode_takes_more(decode_from: Any) -> bool:
+    """Whether a generated ``decode_from`` takes more than (cls, buf, pos, end): the
+    direction of a switch decoding another struct each way."""
+    code = decode_from.__code__
+    return bool(code.co_argcount + code.co_kwonlyargcount > 4)
+
+
+def _point_tables_at_codecs(module: ModuleType, codecs: dict[type, Any],
+                            nparams: dict[type, int]) -> None:
+    """Point the module's tables of decode_from methods (a switch's cases, bound when the
+    module ran) at the compiled ones, where a struct the compiled codec does not take (as a
+    switch decoding another struct each way) looks its cases up."""
+    for table in list(vars(module).values()):
+        if type(table) is not dict:
+            continue
+        for key, method in list(table.items()):
+            cls = getattr(method, "__self__", None)
+            if (isinstance(cls, type) and cls in codecs and not nparams[cls]
+                    and getattr(method, "__func__", None)
+                    is cls.__dict__["decode_from"].__wrapped__):
+                compiled.register_table_entry(table, key, cls.decode_from)  # type: ignore[attr-defined]
+
+
+def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any],
+            nparams: dict[type, int] | None = None) -> tuple[tuple[Any, ...], ...]:
     """The rows as the extension takes them: (op, slot, width, flags, index, number, obj,
-    dispatch attribute, body table, present-dict slot), names resolved to row indexes."""
+    dispatch attribute, body table, present-dict slot), names resolved to row indexes;
+    ``nparams``: how many params each nested struct takes (none when left out)."""
+    nparams = nparams or {}
     index = {row[1]: i for i, row in enumerate(rows)}
-    switch_of = {row[4][0]: i for i, row in enumerate(rows) if row[0] == "switch"}
+    switch_of = {row[4][0]: i for i, row in enumerate(rows)
+                 if vocabulary.FRAME_ALIASES.get(row[0], row[0]) == "switch"}
     out = []
+    guarded = False
     for op, name, int_type, ref, extra in rows:
         op = vocabulary.FRAME_ALIASES.get(op, op)
         width, flags = (0, _VARINT) if int_type == "varint" else (
@@ -191,7 +248,7 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any]) -> tuple[tuple[
         elif op == "switch":
             key, size, codes = extra
             at, number = (-1 if size is None else index[size]), index[key]
-            obj = {k: codecs.get(m.__self__, m.__self__) for k, m in ref.items()}
+            obj = {k: codecs.get(m.__self__, m.__self__) for k, m in (ref or {}).items()}
             body = {cls: (code, codecs.get(cls)) for cls, code in codes.items()}
         elif op == "switch_key":
             at = switch_of[name]
@@ -206,8 +263,7 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any]) -> tuple[tuple[
         elif op == "struct_array":
             obj, at = codecs[ref], index[extra]
         elif op == "condition":
-            obj = tuple((vocabulary.EXPR[word], index[arg] if word == "field" else arg or 0)
-                        for word, arg in ref)
+            obj = _program(ref, index)
         elif op == "blocks":
             obj = codecs.get(ref, ref)
             length_width, length_flags = _int_type(extra[0])
@@ -223,6 +279,22 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any]) -> tuple[tuple[
             obj = ref
         elif op == "len_value":
             number, at = ref & (2**64 - 1), index[extra]  # the constant as its two's complement
+        elif op in ("guard", "value", "derive"):
+            attr = _program(ref, index)
+            flags |= _EXTRA if extra is True else 0
+        elif op in ("struct_args", "array_args"):
+            obj, number = codecs[ref], nparams.get(ref, 0)
+            if op == "array_args":
+                (word, count), extra = extra
+                at, width = (index[count], 0) if word == "field" else (-1, count)
+            attr = _program(extra, index)
+        elif op == "size_of_struct":
+            at = index[ref]
+        elif op == "struct_sized":
+            obj, at = codecs[ref], index[extra]
+        if guarded:
+            flags |= _GUARDED
+        guarded = op == "guard"
         out.append((_OPS[op], slot, width, flags, at, number, obj, attr, body, present))
     return tuple(out)
 
@@ -236,6 +308,12 @@ def _guard_step(word: str, arg: Any, index: dict[str | None, int]) -> tuple[Any,
     if word == "len":
         return vocabulary.EXPR[word], index[arg]
     return vocabulary.EXPR[word], index[arg] if word == "field" else arg or 0
+
+
+def _program(steps: Any, index: dict[str | None, int]) -> tuple[tuple[int, int], ...]:
+    """A program's steps as the extension takes them: numbered, fields by their row."""
+    return tuple((vocabulary.EXPR[word], index[arg] if word == "field" else arg or 0)
+                 for word, arg in steps)
 
 
 def _int_type(name: str) -> tuple[int, int]:

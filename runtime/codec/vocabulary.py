@@ -76,20 +76,40 @@ MAP_KEY_KINDS: Final = (
 #              program may read the length of an earlier bytes row ("len") and messages' attrs
 #   prefixed_optional  a prefixed row read when bytes remain, None when not (written when not None)
 #   default_bool  a stored bool read when its byte remains, a default bool when not
+# The rows TANK brought (issue #21); their programs may read the struct's params ("param"):
+#   guard      no field of its own: the next row is there when its program gives true; when
+#              not, that row's value is None (0 for a value row) and nothing is read or written
+#   value      an integer (fixed width or varint) not stored: read on decode for the rows
+#              after it, written on encode as its program (the spec's value:) computes it
+#   derive     no bytes: a stored integer or bool its program computes from earlier rows (on
+#              encode, the value held must be what the program gives)
+#   struct_args   a nested struct taking params: its program leaves one value per param
+#   array_args    nested structs taking params, as many as its count_of row or a param says;
+#              its program (which may read the item's "index") leaves their params
+#   size_of_struct  the byte size (fixed width or varint) of a later struct_sized row
+#   struct_sized  a nested struct (params as struct_args) that fills the size its size row reads
 FRAME_OPS: Final = ("int", "const", "size", "size_rest", "checksum", "proto", "bytes", "struct",
                     "uuid", "switch", "switch_key", "struct_run", "prefixed", "default",
                     "skip_trailing", "varint", "bool", "count_of", "struct_array", "condition",
                     "blocks", "proto_prefixed", "struct_when", "proto_prefixed_when",
-                    "len_value", "int_when", "prefixed_optional", "default_bool")
+                    "len_value", "int_when", "prefixed_optional", "default_bool",
+                    "guard", "value", "derive", "struct_args", "array_args", "size_of_struct",
+                    "struct_sized")
+# Words of a plan the compiled codec takes without a row of their own: params of int and bool
+# kinds, which the holder's row passes as 64-bit integers.
+FRAME_PLAN_WORDS: Final = ("params",)
 # The steps of a condition row's program (generator/compiled_exprs.py), evaluated on a stack of
 # 64-bit integers: "field" pushes an earlier row's integer, "const" a constant; "not" and
 # "neg" take one value, the others two (and/or by truth; the comparisons give 0 or 1); "attr"
 # pushes an integer attribute of an earlier row's protobuf message (struct_when and
 # proto_prefixed_when rows only); "len" the length of an earlier bytes row's value (those and
 # int_when rows).
+# The programs of the rows TANK brought also use: "param" (push the struct's param of that
+# number), "index" (an array_args item's index), "select" (a if c else b, from a, c, b),
+# "orv" and "andv" (Python's or/and, giving one of their values).
 EXPR_OPS: Final = ("field", "const", "not", "neg", "and", "or", "bitand", "bitor", "bitxor",
                    "rshift", "lshift", "add", "sub", "eq", "ne", "lt", "le", "gt", "ge", "attr",
-                   "len")
+                   "len", "param", "index", "select", "orv", "andv")
 # The most values a program holds at once (generator/compiled_exprs.py keeps to it).
 EXPR_MAX_DEPTH: Final = 16
 # A row of the generated table only: a protobuf envelope, which the C codec takes as "proto"
@@ -102,6 +122,9 @@ ENVELOPE: Final = "envelope"
 FRAME_ALIASES: Final = MappingProxyType({
     "signed_size": "size", "size_of_other": "size", "signed_bytes": "bytes",
     "prefixed_default": "prefixed", "signed_size_rest": "size_rest",
+    # A switch decoding another struct each way: a "switch" row without decoders (its struct
+    # decodes through the Python methods, which take the direction), so it only encodes.
+    "directional_switch": "switch",
 })
 FRAME_PRESENCE: Final = ("always", "remaining", "peek")
 # The integer widths, in bytes, the frame codec reads and writes; a struct with an integer of

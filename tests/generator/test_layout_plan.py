@@ -134,7 +134,7 @@ def test_a_checksum_not_covering_the_rest_is_verified_late_and_not_compiled(
     ("- {name: n, type: u8, count_of: xs}\n      - {name: xs, type: array, of: u8, count: n}",
      "array"),
     ("- {name: s, type: string, size: rest}", "string"),
-    ("- {name: a, type: u8}\n      - {name: b, type: bytes, prefix: u8, when: a == 1}",
+    ("- {name: a, type: u8}\n      - {name: b, type: bytes, prefix: u24, when: a == 1}",
      "condition_other"),
     ("- {name: m, type: u8, const: 1, when_peek: {type: u8, equals: 1}}", "marker"),
 ])
@@ -161,7 +161,7 @@ def test_a_struct_with_an_op_the_c_codec_lacks_is_not_compiled(tmp_path: Path, f
     assert "(Inner, " in tables and "(Odd, " not in tables and "(Holder, " not in tables
 
 
-def test_params_are_an_op_the_c_codec_lacks_and_skipped_trailing_bytes_one_it_has(
+def test_int_params_and_skipped_trailing_bytes_are_ops_the_c_codec_has(
         tmp_path: Path) -> None:
     p = plans(tmp_path, with_structs("""\
   Taking:
@@ -178,11 +178,12 @@ def test_params_are_an_op_the_c_codec_lacks_and_skipped_trailing_bytes_one_it_ha
       - {name: xs, type: array, of: u8, until_end: true}
 """))
     taking, lenient = p["Taking"], p["Lenient"]
-    assert taking.ops[0] == Params(("k",)) and not taking.compiled
+    assert taking.ops[0] == Params(("k",)) and taking.compiled
     assert isinstance(lenient.ops[-1], SkipTrailing) and lenient.compiled
     assert "(\"skip_trailing\", None, None, None, None)," in "\n".join(
         layout_lines(list(p), lambda m: m.py_path))
-    assert [op.word for op in p["Holder"].ops] == ["args", "array"]
+    # The struct taking params is passed them by a row of its own; a list of u8 is not C's.
+    assert [op.word for op in p["Holder"].ops] == ["struct_args", "array"]
     assert isinstance(p["Holder"].ops[1], Array)
 
 

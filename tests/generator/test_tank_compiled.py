@@ -18,19 +18,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # struct -> (field name, word) of each operation the C codec does not know; () when compiled.
 UNKNOWN_TO_C: dict[str, tuple[tuple[str, str], ...]] = {
-    "Message": (("", "params"), ("seq_delta", "condition_other"), ("key", "condition_other")),
-    "MessageSet": (("", "params"), ("messages", "args")),
-    "Bundle": (("flags", "value"), ("codec", "derive"), ("sparse", "derive"),
-               ("count_varint", "condition_other"), ("msg_count", "derive"),
-               ("last_seqnum_delta", "condition_other"), ("messages", "condition_other"),
-               ("compressed", "condition_other")),
-    "BundleEntry": (("length", "varint_other"), ("bundle", "struct_other")),
-    "Chunk": (("bundles", "array"),),
-    "ProducePartition": (("", "params"), ("bundle_length", "varint_other"),
-                         ("bundle", "struct_other")),
-    "ProduceTopic": (("", "params"), ("partitions", "args")),
-    "ProduceRequest": (("topics", "args"),),
-    "ProduceWithSeqnumRequest": (("topics", "args"),),
+    "Message": (),
+    "MessageSet": (),
+    "Bundle": (),
+    "BundleEntry": (),
+    "Chunk": (),
+    "ProducePartition": (),
+    "ProduceTopic": (),
+    "ProduceRequest": (),
+    "ProduceWithSeqnumRequest": (),
     "ProduceStatus": (),
     "ProduceResponse": (),
     "ConsumePartition": (),
@@ -40,7 +36,7 @@ UNKNOWN_TO_C: dict[str, tuple[tuple[str, str], ...]] = {
     "ConsumeTopicResult": (("unknown", "marker"), ("partitions", "condition_other")),
     "ConsumeResponse": (("header_length", "size_range"), ("topics", "array")),
     "Ping": (),
-    "Frame": (("body", "directional_switch"),),
+    "Frame": (),
 }
 # Known words, but kept off the C codec all the same: Ping has no fields, so no table to run.
 NOT_COMPILED_WITH_KNOWN_WORDS = frozenset({"Ping"})

@@ -53,7 +53,8 @@ structs:
       - {name: a, type: u16}
       - {name: items, type: array, of: Item, until_end: true}
   Loose:
-    doc: A condition on bytes, which stays on the Python codec.
+    doc: A struct with a rule, which keeps it on the Python codec.
+    require: ["b is None or len(b) <= 255"]
     fields:
       - {name: a, type: u8}
       - {name: b, type: bytes, prefix: u8, when: "a == 1"}

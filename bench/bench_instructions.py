@@ -78,6 +78,14 @@ OPS: tuple[Op, ...] = (
     Op("TANK Bundle.decode, 100 keyed msgs [11382 B]", "ours", "Bundle.decode(TANK_BUNDLE)"),
     Op("TANK Bundle.decode, 100 keyed msgs [11382 B]", "struct",
        "tank_hand_batch(TANK_BUNDLE)"),
+    Op("Pulsar Batch.decode, 100 msgs, payload_size only [10600 B]", "ours",
+       "Batch.decode(PULSAR_BATCH)"),
+    Op("Pulsar Batch.decode, 100 msgs, payload_size only [10600 B]", "struct",
+       "struct_batch_decode(PULSAR_BATCH)"),
+    Op("Pulsar Batch.decode, 100 msgs, + 1 property [13600 B]", "ours",
+       "Batch.decode(PULSAR_BATCH_PROPERTY)"),
+    Op("Pulsar Batch.decode, 100 msgs, + 1 property [13600 B]", "struct",
+       "struct_batch_decode(PULSAR_BATCH_PROPERTY)"),
 )
 
 _COLLECTED = re.compile(r"Collected : (\d+)")

@@ -54,6 +54,7 @@ typedef struct {
     Py_ssize_t safe_offset;
     Step *prog;                 /* a condition row: its program, prog_len steps */
     Py_ssize_t prog_len;
+    Py_ssize_t size_offset;     /* a message_bytes row: the slot of its size in the message */
 } Row;
 
 /* The other rows (see vocabulary.py):
@@ -68,7 +69,9 @@ typedef struct {
    count_of    index its struct_array row; the count read is kept in sizes[]
    struct_array  obj the nested codec, index its count_of row
    condition   width and flags the integer's; prog its program, over earlier int, varint and
-               bool rows */
+               bool rows
+   message_bytes  index the proto row whose message holds the size, obj the name of the
+               size's slot in that message (its offset size_offset) */
 #define TEXT_BYTES 0
 #define TEXT_UTF8 1
 #define TEXT_MUTF8 2
@@ -90,6 +93,7 @@ struct FrameCodecObject {
     unsigned int ctor_version;  /* the class's version tag when last found unchanged, or 0 */
     vectorcallfunc saved_vectorcall;
     destructor saved_dealloc;  /* cls->tp_dealloc before slotted_dealloc, or NULL */
+    int has_message_sizes;     /* message_bytes rows: encoding sets their sizes first */
 };
 
 static PyTypeObject FrameCodec_Type;
@@ -362,6 +366,28 @@ static int condition_holds(const FrameCodecObject *c, const Row *r, PyObject *co
 static PyObject *decode_struct(FrameCodecObject *c, PyObject *buf, Py_ssize_t *ppos,
                                Py_ssize_t end, int depth);
 
+/* The bytes of message_bytes row `r` at *ppos, sized by the integer in the message its proto
+   row decoded (into values[]): 0, or -1 to give up on a size that is not a plain int, is
+   negative or runs past `end`, which the Python code reports. */
+static int message_bytes(FrameCodecObject *c, const Row *r, const unsigned char *data,
+                         Py_ssize_t *ppos, Py_ssize_t end, PyObject **values) {
+    const Row *holder = &c->rows[r->index];
+    PyObject *msg = values[r->index];
+    if (msg == NULL || Py_TYPE(msg) != (PyTypeObject *)holder->obj) return -1;
+    PyObject *n = slot(msg, r->size_offset);
+    if (n == NULL || !PyLong_CheckExact(n)) return -1;
+    Py_ssize_t size = PyLong_AsSsize_t(n);
+    if (size == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return -1;
+    }
+    if (size < 0 || size > end - *ppos) return -1;
+    PyObject *v = PyBytes_FromStringAndSize((const char *)data + *ppos, size);
+    if ((values[r - c->rows] = v) == NULL) return -1;
+    *ppos += size;
+    return 0;
+}
+
 /* Decode row `r` (one of the rows after OP_STRUCT) of codec `c` at *ppos: 0 on success with
    *ppos after it and its value in values[], -1 to give up. */
 static NOINLINE int decode_row(FrameCodecObject *c, const Row *r, PyObject *buf,
@@ -489,6 +515,9 @@ static NOINLINE int decode_row(FrameCodecObject *c, const Row *r, PyObject *buf,
             }
             break;
         }
+        case OP_MESSAGE_BYTES:
+            if (message_bytes(c, r, data, &pos, end, values) < 0) return -1;
+            break;
         default:
             return -1;
     }
@@ -779,8 +808,40 @@ static NOINLINE int encode_row(FrameCodecObject *c, const Row *r, PyObject *obj,
             if (PyList_GET_SIZE(v) != counts[r->index]) return -1;
             break;
         }
+        case OP_MESSAGE_BYTES: {  /* its size went into the message before anything */
+            PyObject *v = slot(obj, r->offset);
+            if (v == NULL || !PyBytes_CheckExact(v)
+                    || out_write(o, PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v)) < 0)
+                return -1;
+            break;
+        }
         default:
             return -1;
+    }
+    return 0;
+}
+
+/* What the Python encoder does first: each message_bytes row's length goes into the size
+   slot of its message. 0, or -1 to give up before anything is set when a value is not plain
+   (bytes, and a message of exactly the row's class); the Python code then sets the same
+   sizes itself, and raises where it must. */
+static NOINLINE int set_message_sizes(FrameCodecObject *c, PyObject *obj) {
+    for (int pass = 0; pass < 2; pass++) {
+        for (Py_ssize_t i = 0; i < c->nrows; i++) {
+            const Row *r = &c->rows[i];
+            if (r->op != OP_MESSAGE_BYTES) continue;
+            PyObject *v = slot(obj, r->offset), *msg = slot(obj, c->rows[r->index].offset);
+            if (pass == 0) {
+                if (v == NULL || !PyBytes_CheckExact(v) || msg == NULL
+                        || Py_TYPE(msg) != (PyTypeObject *)c->rows[r->index].obj)
+                    return -1;
+                continue;
+            }
+            PyObject *size = PyLong_FromSsize_t(PyBytes_GET_SIZE(v));
+            if (size == NULL) return -1;
+            PyObject **at = (PyObject **)((char *)msg + r->size_offset);
+            Py_XSETREF(*at, size);
+        }
     }
     return 0;
 }
@@ -794,6 +855,7 @@ static int encode_struct(FrameCodecObject *c, PyObject *obj, Out *o, int depth) 
     int rc = -1;
     if (depth > MAX_DEPTH || obj == NULL || Py_TYPE(obj) != c->cls) return -1;
     for (i = 0; i < n; i++) encoded[i] = NULL;
+    if (c->has_message_sizes && set_message_sizes(c, obj) < 0) return -1;
     for (i = 0; i < n; i++) {
         const Row *r = &c->rows[i];
         at[i] = o->len;
@@ -1215,7 +1277,7 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
                  || r->op == OP_STRUCT || r->op == OP_UUID || r->op == OP_SWITCH
                  || r->op == OP_STRUCT_RUN || r->op == OP_PREFIXED || r->op == OP_DEFAULT
                  || r->op == OP_VARINT || r->op == OP_BOOL || r->op == OP_STRUCT_ARRAY
-                 || r->op == OP_CONDITION;
+                 || r->op == OP_CONDITION || r->op == OP_MESSAGE_BYTES;
     if (stored != (r->offset >= 0)) return bad_row(i, "stored fields, and only they, need a slot");
     if (r->op == OP_SIZE) {
         if (r->index <= i || r->index >= self->nrows) return bad_row(i, "size of a later row");
@@ -1348,6 +1410,18 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
                 goto fail;
         }
         if (r->op == OP_SWITCH_KEY) self->has_temp = 1;
+        if (r->op == OP_MESSAGE_BYTES) {
+            /* The size's slot in the message of an earlier proto row. */
+            const Row *holder = r->index >= 0 && r->index < i ? &self->rows[r->index] : NULL;
+            if (holder == NULL || holder->op != OP_PROTO || holder->obj == NULL
+                    || !PyType_Check(holder->obj) || !PyUnicode_Check(obj)) {
+                bad_row(i, "message_bytes needs an earlier proto row and its size's slot name");
+                goto fail;
+            }
+            if ((r->size_offset = member_offset((PyTypeObject *)holder->obj, obj)) < 0)
+                goto fail;
+            self->has_message_sizes = 1;
+        }
         if (r->op == OP_CONDITION) {
             if (!PyTuple_Check(obj)) {
                 bad_row(i, "a condition needs its program");

@@ -72,6 +72,9 @@ if _framecodec is not None:
 #                   extra says
 #   op "condition": an integer of int_type there when ref, a program of (vocabulary.EXPR_OPS
 #                   word, argument) steps ("field" naming an earlier row), gives true
+#   op "message_bytes": bytes sized by an integer field of the message of the earlier "proto"
+#                   row named by ref; extra is the slot of that message holding the size (on
+#                   encode it is set to the bytes' length first, as the Python code does)
 #   op "skip_trailing": the last row (its name is None): bytes after the last field are skipped
 #   "signed_size", "size_of_other" and "signed_bytes" are "size" and "bytes" rows
 #   (vocabulary.FRAME_ALIASES).
@@ -82,7 +85,7 @@ FrameLayout: TypeAlias = tuple[type, bool, tuple[FrameRow, ...]]
 _OPS = vocabulary.OPS
 _STORED = {"int", "proto", vocabulary.ENVELOPE, "bytes", "struct", "uuid", "switch",
            "struct_run", "prefixed", "default", "varint", "bool", "struct_array",
-           "condition"}
+           "condition", "message_bytes"}
 _TEXT_KINDS = {"bytes": 0, "utf8": 1, "mutf8": 2}
 _PRESENCE = {None: vocabulary.PRESENCE["always"], "remaining": vocabulary.PRESENCE["remaining"]}
 _PEEK = vocabulary.PRESENCE["peek"]
@@ -182,6 +185,8 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any]) -> tuple[tuple[
         elif op == "condition":
             obj = tuple((vocabulary.EXPR[word], index[arg] if word == "field" else arg or 0)
                         for word, arg in ref)
+        elif op == "message_bytes":
+            at, obj = index[ref], extra
         out.append((_OPS[op], slot, width, flags, at, number, obj, attr, body, present))
     return tuple(out)
 

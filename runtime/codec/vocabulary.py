@@ -66,9 +66,12 @@ MAP_KEY_KINDS: Final = (
 #   count_of   the number of items of a later struct_array row (on encode, its length)
 #   struct_array  as many nested structs as its count_of row says (a list)
 #   condition  a stored integer there when its program (EXPR_OPS) gives true, else None
+#   message_bytes  bytes sized by an integer field of the message an earlier proto row decoded
+#              (on encode, that field is set to the bytes' length first)
 FRAME_OPS: Final = ("int", "const", "size", "size_rest", "checksum", "proto", "bytes", "struct",
                     "uuid", "switch", "switch_key", "struct_run", "prefixed", "default",
-                    "skip_trailing", "varint", "bool", "count_of", "struct_array", "condition")
+                    "skip_trailing", "varint", "bool", "count_of", "struct_array", "condition",
+                    "message_bytes")
 # The steps of a condition row's program (generator/compiled_exprs.py), evaluated on a stack of
 # 64-bit integers: "field" pushes an earlier row's integer, "const" a constant; "not" and
 # "neg" take one value, the others two (and/or by truth; the comparisons give 0 or 1).

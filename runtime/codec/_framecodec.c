@@ -250,14 +250,20 @@ static PyObject *case_decode_from(PyObject *cls, PyObject *buf, Py_ssize_t *ppos
 
 /* Decode the protobuf message of row `r` from buf[pos:vend] with its class's decode_from. */
 static PyObject *decode_proto(const Row *r, PyObject *buf, Py_ssize_t pos, Py_ssize_t vend) {
-    PyObject *method = PyObject_GetAttr(r->obj, str_decode_from);
-    if (method == NULL) return NULL;
-    PyObject *args[3] = {buf, PyLong_FromSsize_t(pos), PyLong_FromSsize_t(vend)};
-    PyObject *result = NULL;
-    if (args[1] && args[2]) result = PyObject_Vectorcall(method, args, 3, NULL);
-    Py_DECREF(method);
-    Py_XDECREF(args[1]);
-    Py_XDECREF(args[2]);
+    /* Straight from the buffer while the class's decode_from is the compiled codec's; when
+       that gives up, through the method, as before. */
+    PyObject *result = wire_api != NULL ? wire_api->decode_from(
+        r->obj, (const unsigned char *)PyBytes_AS_STRING(buf), pos, vend) : NULL;
+    if (result == NULL) {
+        if (PyErr_Occurred()) return NULL;
+        PyObject *method = PyObject_GetAttr(r->obj, str_decode_from);
+        if (method == NULL) return NULL;
+        PyObject *args[3] = {buf, PyLong_FromSsize_t(pos), PyLong_FromSsize_t(vend)};
+        if (args[1] && args[2]) result = PyObject_Vectorcall(method, args, 3, NULL);
+        Py_DECREF(method);
+        Py_XDECREF(args[1]);
+        Py_XDECREF(args[2]);
+    }
     PyObject *msg = result;  /* a protobuf decode_from reads to vend and returns the message */
     if (msg == NULL || r->dispatch_attr == NULL) return msg;
     /* A protobuf envelope must carry the body its command type names. */

@@ -89,6 +89,14 @@ OPS: tuple[Op, ...] = (
     # is the row path, the generated decode_frame per frame then FRAME.to_arrow.
     Op("Capture batch, 1000 Pulsar SEND frames -> Arrow", "ours", "capture_columnar()", 1, 3),
     Op("Capture batch, 1000 Pulsar SEND frames -> Arrow", "struct", "capture_rows()", 1, 3),
+    Op("Pulsar Batch.decode, 100 msgs, payload_size only [10600 B]", "ours",
+       "Batch.decode(PULSAR_BATCH)"),
+    Op("Pulsar Batch.decode, 100 msgs, payload_size only [10600 B]", "struct",
+       "struct_batch_decode(PULSAR_BATCH)"),
+    Op("Pulsar Batch.decode, 100 msgs, + 1 property [13600 B]", "ours",
+       "Batch.decode(PULSAR_BATCH_PROPERTY)"),
+    Op("Pulsar Batch.decode, 100 msgs, + 1 property [13600 B]", "struct",
+       "struct_batch_decode(PULSAR_BATCH_PROPERTY)"),
 )
 
 _COLLECTED = re.compile(r"Collected : (\d+)")

@@ -15,8 +15,10 @@ from bench.bench_frames import (
     SEQUENCE_ID,
     construct_decode,
     construct_encode,
+    make_batch,
     ours_decode,
     ours_encode,
+    struct_batch_decode,
     struct_decode,
     struct_encode,
 )
@@ -38,7 +40,7 @@ from bench.frames_protocols import (
 )
 from protoframe.generated.pravega.frames import Event, EventRun
 from protoframe.generated.pulsar import pulsar_api as pb
-from protoframe.generated.pulsar.frames import Frame
+from protoframe.generated.pulsar.frames import Batch, Frame
 from protoframe.generated.tank.frames import Bundle, Message, MessageSet
 
 WIRE = ours_encode()
@@ -67,6 +69,8 @@ METADATA = build_metadata()
 METADATA_BYTES = METADATA.encode()
 PRAVEGA_WIRE = pravega_ours_encode()
 PRAVEGA_RUN = EventRun(events=[Event(data=bytes([i]) * 100) for i in range(100)]).encode()
+PULSAR_BATCH = make_batch(False, 100)
+PULSAR_BATCH_PROPERTY = make_batch(True, 100)
 TANK_WIRE = tank_ours_encode()
 TUBEMQ_WIRE = tubemq_ours_encode()
 TANK_BUNDLE = Bundle(codec=0, sparse=False, msg_count=100, messages=MessageSet(messages=[
@@ -77,7 +81,8 @@ FIXTURES = (WIRE, BUILT, SEND_COMMAND, METADATA, METADATA_BYTES, ours_decode, st
             pravega_hand_batch, pravega_hand_decode, pravega_hand_encode, pravega_ours_decode,
             TANK_WIRE, TANK_BUNDLE, tank_hand_batch, tank_hand_decode,
             tank_hand_encode, tank_ours_decode, tank_ours_encode, TUBEMQ_WIRE,
-            tubemq_hand_decode, tubemq_hand_encode, tubemq_ours_decode, tubemq_ours_encode)
+            tubemq_hand_decode, tubemq_hand_encode, tubemq_ours_decode, tubemq_ours_encode,
+            Batch, PULSAR_BATCH, PULSAR_BATCH_PROPERTY, struct_batch_decode)
 
 CAPTURE_FRAMES = 1000  # a batch of captured Pulsar SEND frames (the pipeline's are 10,000)
 _CAPTURE: list[Any] = []  # (spark module, frames as an Arrow array, as bytes, directions)

@@ -52,7 +52,7 @@ from protoframe.generator.layout_ops import (
     kind_op,
     len_value,
 )
-from protoframe.generator.layout_plan import LayoutPlan, row_programs
+from protoframe.generator.layout_plan import LayoutPlan, message_size_slot, row_programs
 from protoframe.generator.linefit import fit_tuple_row
 
 
@@ -255,6 +255,20 @@ def _kind_row(inner: KindOp, op: AnyFieldOp, progs: list[Expr], params: list[str
                        str(f.location))
 
 
+def _message_bytes_row(plan: LayoutPlan, op: FieldOp) -> str | None:
+    """The row of bytes sized by an integer of an earlier protobuf field of ``plan``: that
+    field's name, and the slot of its message holding the size."""
+    if not (isinstance(op, BytesOther) and op.word == "message_bytes"):
+        return None
+    holder, _, attr = str(op.region.size).partition(".")
+    proto = plan.op(holder)
+    slot = message_size_slot(proto, attr) if isinstance(proto, ProtoBody) else None
+    if slot is None:
+        raise GeneratorBug(f"{op.name!r}: the plan calls {op.word!r} compiled, but its size is "
+                           "not an integer slot of an earlier message", str(op.field.location))
+    return f"({q(op.word)}, {q(op.name)}, None, {q(holder)}, {q(slot)})"
+
+
 def layout_lines(plans: list[LayoutPlan], ref: Callable[[MessageType], str]) -> list[str]:
     """The ``install_frame_layouts(...)`` call for the compiled plans.
 
@@ -268,7 +282,7 @@ def layout_lines(plans: list[LayoutPlan], ref: Callable[[MessageType], str]) -> 
         entries.append(f"    ({plan.name}, {plan.check_end}, (")
         params = [p.name for p in plan.struct.params]
         for op in plan.field_ops:
-            for row in _tank_rows(op, params) or [_row(op, ref)]:
+            for row in _tank_rows(op, params) or [_message_bytes_row(plan, op) or _row(op, ref)]:
                 entries += fit_tuple_row(row, "        ")
         if plan.skips_trailing:
             entries.append(f"        ({q('skip_trailing')}, None, None, None, None),")

@@ -252,13 +252,21 @@ class BytesOther(FieldOp):
     @property
     def word(self) -> str:  # type: ignore[override]
         """``signed_bytes`` (in the C vocabulary) when an earlier signed integer of this struct
-        holds the size, as ``length: i32`` before the bytes it measures."""
+        holds the size, as ``length: i32`` before the bytes it measures; ``message_bytes``
+        when a field of a protobuf message of this struct does (``size: metadata.payload_size``,
+        Pulsar's BatchEntry)."""
         f = self.field
         r = self.region
         if (unconditional(f) and f.compression is None and r.size is not None and r.size != "rest"
                 and "." not in r.size and r.size_written_first and not r.size_unsigned
                 and r.prefix is None and r.length is None and not r.nullable):
             return "signed_bytes"
+        if (unconditional(f) and f.compression is None and r.size is not None
+                and r.size.count(".") == 1 and r.prefix is None and r.length is None
+                and not r.nullable):
+            # Whether the message is an earlier field of the struct, and the size an integer
+            # in a slot of its own, is c_links_hold's to say.
+            return "message_bytes"
         return "bytes_other"
 
 

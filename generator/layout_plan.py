@@ -42,6 +42,7 @@ from protoframe.generator.frame_ir import (
     VarintField,
     struct_refs,
 )
+from protoframe.generator.ir import Label
 from protoframe.generator.layout_ops import (
     Always,
     AnyFieldOp,
@@ -265,6 +266,11 @@ def c_links_hold(ops: tuple[AnyFieldOp, ...]) -> bool:
             count = at.get(op.count.text.strip(), -1)
             if not 0 <= count < i or ops[count].word != "count_of":
                 return False
+        if isinstance(op, BytesOther) and op.word == "message_bytes":
+            head, _, attr = str(op.region.size).partition(".")
+            holder = ops[at[head]] if 0 <= at.get(head, -1) < i else None
+            if not isinstance(holder, ProtoBody) or message_size_slot(holder, attr) is None:
+                return False
         if isinstance(op, Computed) and op.word == "switch_key":
             if not any(isinstance(o, Switch) and o.key == op.name and o.word in _SWITCH_WORDS
                        for o in ops[i + 1:]):
@@ -468,6 +474,23 @@ def guard_conditions(ops: list[AnyFieldOp]) -> list[AnyFieldOp]:
         words[op.name] = op.word
         out.append(op)
     return out
+
+
+# The protobuf integer kinds: a message_bytes row's size is one of these.
+_PROTO_INTS = frozenset({"int32", "int64", "uint32", "uint64", "sint32", "sint64", "fixed32",
+                         "fixed64", "sfixed32", "sfixed64"})
+
+
+def message_size_slot(holder: ProtoBody, proto_name: str) -> str | None:
+    """The slot of ``holder``'s message holding its field ``proto_name``, when that field is an
+    integer kept in a slot of its own under its Python name (so the C codec reads and sets the
+    slot where the Python code reads and sets the attribute), else None."""
+    pf = next((x for x in holder.message.fields if x.proto_name == proto_name), None)
+    if (pf is None or pf.type.kind not in _PROTO_INTS or pf.label is Label.REPEATED
+            or pf.oneof is not None or pf.is_map or pf.storage != pf.py_name
+            or pf in holder.message.sparse_fields()):
+        return None
+    return pf.storage
 
 
 @dataclass(frozen=True)

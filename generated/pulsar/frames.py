@@ -500,6 +500,14 @@ install_frame_layouts((
         ("proto", "metadata", None, pulsar_api.MessageMetadata, "metadata_size"),
         ("bytes", "data", None, None, None),
     )),
+    (BatchEntry, False, (
+        ("size", "metadata_size", "u32be", "metadata", None),
+        ("proto", "metadata", None, pulsar_api.SingleMessageMetadata, "metadata_size"),
+        ("message_bytes", "data", None, "metadata", "payload_size"),
+    )),
+    (Batch, True, (
+        ("struct_run", "entries", None, BatchEntry, None),
+    )),
     (Frame, True, (
         ("size_rest", "total_size", "u32be", None, None),
         ("size", "command_size", "u32be", "command", None),

@@ -156,6 +156,12 @@ typedef struct {
        codec. 0 when done; -1 to give up, leaving o->len to the caller to roll back (an error
        is set only when memory ran out). */
     int (*encode_into)(PyObject *obj, Out *o);
+    /* cls.decode_from(buf, pos, end) for data = buf's bytes, if cls's `decode_from` is still
+       the compiled codec's, without the call, the position ints and the attribute lookup.
+       NULL to give up, with an error set only when memory ran out: the caller then calls
+       the method, which decodes or raises as it would have. */
+    PyObject *(*decode_from)(PyObject *cls, const unsigned char *data, Py_ssize_t pos,
+                             Py_ssize_t end);
 } WireCodecAPI;
 
 /* ------------------------------------------------------------------------------------------ */

@@ -59,6 +59,7 @@ typedef struct {
     int len_width, len_flags;   /* a blocks row: each block's length prefix, */
     Py_ssize_t block_size;      /* ... the most bytes a block holds */
     Py_ssize_t max_blocks;      /* ... and the most blocks, or -1 for no limit */
+    Py_ssize_t size_offset;     /* a message_bytes row: the slot of its size in the message */
 } Row;
 
 /* The other rows (see vocabulary.py):
@@ -76,7 +77,9 @@ typedef struct {
                bool rows
    blocks      width and flags the block count's; obj the nested codec, or the class when it
                has none; len_width, len_flags, block_size and max_blocks the blocks'
-   proto_prefixed  width and flags the prefix's (F_VARINT for a varint); obj the message class */
+   proto_prefixed  width and flags the prefix's (F_VARINT for a varint); obj the message class
+   message_bytes  index the proto row whose message holds the size, obj the name of the
+               size's slot in that message (its offset size_offset) */
 #define TEXT_BYTES 0
 #define TEXT_UTF8 1
 #define TEXT_MUTF8 2
@@ -99,6 +102,7 @@ struct FrameCodecObject {
     vectorcallfunc saved_vectorcall;
     destructor saved_dealloc;  /* cls->tp_dealloc before slotted_dealloc, or NULL */
     int nparams;                /* the struct's params (params:), passed by the holder's row */
+    int has_message_sizes;     /* message_bytes rows: encoding sets their sizes first */
 };
 
 static PyTypeObject FrameCodec_Type;
@@ -255,14 +259,20 @@ static PyObject *case_decode_from(PyObject *cls, PyObject *buf, Py_ssize_t *ppos
 
 /* Decode the protobuf message of row `r` from buf[pos:vend] with its class's decode_from. */
 static PyObject *decode_proto(const Row *r, PyObject *buf, Py_ssize_t pos, Py_ssize_t vend) {
-    PyObject *method = PyObject_GetAttr(r->obj, str_decode_from);
-    if (method == NULL) return NULL;
-    PyObject *args[3] = {buf, PyLong_FromSsize_t(pos), PyLong_FromSsize_t(vend)};
-    PyObject *result = NULL;
-    if (args[1] && args[2]) result = PyObject_Vectorcall(method, args, 3, NULL);
-    Py_DECREF(method);
-    Py_XDECREF(args[1]);
-    Py_XDECREF(args[2]);
+    /* Straight from the buffer while the class's decode_from is the compiled codec's; when
+       that gives up, through the method, as before. */
+    PyObject *result = wire_api != NULL ? wire_api->decode_from(
+        r->obj, (const unsigned char *)PyBytes_AS_STRING(buf), pos, vend) : NULL;
+    if (result == NULL) {
+        if (PyErr_Occurred()) return NULL;
+        PyObject *method = PyObject_GetAttr(r->obj, str_decode_from);
+        if (method == NULL) return NULL;
+        PyObject *args[3] = {buf, PyLong_FromSsize_t(pos), PyLong_FromSsize_t(vend)};
+        if (args[1] && args[2]) result = PyObject_Vectorcall(method, args, 3, NULL);
+        Py_DECREF(method);
+        Py_XDECREF(args[1]);
+        Py_XDECREF(args[2]);
+    }
     PyObject *msg = result;  /* a protobuf decode_from reads to vend and returns the message */
     if (msg == NULL || r->dispatch_attr == NULL) return msg;
     /* A protobuf envelope must carry the body its command type names. */
@@ -755,6 +765,28 @@ static int decode_optional_row(const Row *r, const unsigned char *data, Py_ssize
     return 0;
 }
 
+/* The bytes of message_bytes row `r` at *ppos, sized by the integer in the message its proto
+   row decoded (into values[]): 0, or -1 to give up on a size that is not a plain int, is
+   negative or runs past `end`, which the Python code reports. */
+static int message_bytes(FrameCodecObject *c, const Row *r, const unsigned char *data,
+                         Py_ssize_t *ppos, Py_ssize_t end, PyObject **values) {
+    const Row *holder = &c->rows[r->index];
+    PyObject *msg = values[r->index];
+    if (msg == NULL || Py_TYPE(msg) != (PyTypeObject *)holder->obj) return -1;
+    PyObject *n = slot(msg, r->size_offset);
+    if (n == NULL || !PyLong_CheckExact(n)) return -1;
+    Py_ssize_t size = PyLong_AsSsize_t(n);
+    if (size == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return -1;
+    }
+    if (size < 0 || size > end - *ppos) return -1;
+    PyObject *v = PyBytes_FromStringAndSize((const char *)data + *ppos, size);
+    if ((values[r - c->rows] = v) == NULL) return -1;
+    *ppos += size;
+    return 0;
+}
+
 /* Decode row `r` (one of the rows after OP_STRUCT) of codec `c` at *ppos: 0 on success with
    *ppos after it and its value in values[], -1 to give up. */
 static NOINLINE int decode_row(FrameCodecObject *c, const Row *r, PyObject *buf,
@@ -893,6 +925,9 @@ static NOINLINE int decode_row(FrameCodecObject *c, const Row *r, PyObject *buf,
             break;
         case OP_PREFIXED_OPTIONAL: case OP_DEFAULT_BOOL:
             if (decode_optional_row(r, data, &pos, end, &values[i]) < 0) return -1;
+            break;
+        case OP_MESSAGE_BYTES:
+            if (message_bytes(c, r, data, &pos, end, values) < 0) return -1;
             break;
         default:
             return -1;
@@ -1355,6 +1390,13 @@ static NOINLINE int encode_row(FrameCodecObject *c, const Row *r, PyObject *obj,
         case OP_PREFIXED_OPTIONAL: case OP_DEFAULT_BOOL:
             if (encode_optional_row(r, slot(obj, r->offset), o) < 0) return -1;
             break;
+        case OP_MESSAGE_BYTES: {  /* its size went into the message before anything */
+            PyObject *v = slot(obj, r->offset);
+            if (v == NULL || !PyBytes_CheckExact(v)
+                    || out_write(o, PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v)) < 0)
+                return -1;
+            break;
+        }
         default:
             return -1;
     }
@@ -1460,6 +1502,31 @@ static NOINLINE int encode_tank_row(FrameCodecObject *c, const Row *r, PyObject 
     return 0;
 }
 
+/* What the Python encoder does first: each message_bytes row's length goes into the size
+   slot of its message. 0, or -1 to give up before anything is set when a value is not plain
+   (bytes, and a message of exactly the row's class); the Python code then sets the same
+   sizes itself, and raises where it must. */
+static NOINLINE int set_message_sizes(FrameCodecObject *c, PyObject *obj) {
+    for (int pass = 0; pass < 2; pass++) {
+        for (Py_ssize_t i = 0; i < c->nrows; i++) {
+            const Row *r = &c->rows[i];
+            if (r->op != OP_MESSAGE_BYTES) continue;
+            PyObject *v = slot(obj, r->offset), *msg = slot(obj, c->rows[r->index].offset);
+            if (pass == 0) {
+                if (v == NULL || !PyBytes_CheckExact(v) || msg == NULL
+                        || Py_TYPE(msg) != (PyTypeObject *)c->rows[r->index].obj)
+                    return -1;
+                continue;
+            }
+            PyObject *size = PyLong_FromSsize_t(PyBytes_GET_SIZE(v));
+            if (size == NULL) return -1;
+            PyObject **at = (PyObject **)((char *)msg + r->size_offset);
+            Py_XSETREF(*at, size);
+        }
+    }
+    return 0;
+}
+
 /* Append codec's struct `obj` to `o`. 0 on success, -1 to give up. */
 static int encode_struct_p(FrameCodecObject *c, PyObject *obj, Out *o, int depth,
                            const long long *params) {
@@ -1473,6 +1540,7 @@ static int encode_struct_p(FrameCodecObject *c, PyObject *obj, Out *o, int depth
             || (c->nparams > 0 && params == NULL))
         return -1;
     for (i = 0; i < n; i++) encoded[i] = NULL;
+    if (c->has_message_sizes && set_message_sizes(c, obj) < 0) return -1;
     for (i = 0; i < n; i++) {
         const Row *r = &c->rows[i];
         at[i] = o->len;
@@ -2012,7 +2080,7 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
                  || r->op == OP_STRUCT_WHEN || r->op == OP_PROTO_PREFIXED_WHEN
                  || r->op == OP_INT_WHEN || r->op == OP_PREFIXED_OPTIONAL || r->op == OP_DEFAULT_BOOL
                  || r->op == OP_DERIVE || r->op == OP_STRUCT_ARGS
-                 || r->op == OP_ARRAY_ARGS || r->op == OP_STRUCT_SIZED;
+                 || r->op == OP_ARRAY_ARGS || r->op == OP_STRUCT_SIZED || r->op == OP_MESSAGE_BYTES;
     if (stored != (r->offset >= 0)) return bad_row(i, "stored fields, and only they, need a slot");
     if (r->op == OP_SIZE) {
         if (r->index <= i || r->index >= self->nrows) return bad_row(i, "size of a later row");
@@ -2260,6 +2328,18 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
         }
         if (r->op == OP_VALUE) self->has_temp = 1;  /* read for the rows after it */
         if (is_tank_op(r->op) && attr != Py_None && parse_prog(r, attr) < 0) goto fail;
+        if (r->op == OP_MESSAGE_BYTES) {
+            /* The size's slot in the message of an earlier proto row. */
+            const Row *holder = r->index >= 0 && r->index < i ? &self->rows[r->index] : NULL;
+            if (holder == NULL || holder->op != OP_PROTO || holder->obj == NULL
+                    || !PyType_Check(holder->obj) || !PyUnicode_Check(obj)) {
+                bad_row(i, "message_bytes needs an earlier proto row and its size's slot name");
+                goto fail;
+            }
+            if ((r->size_offset = member_offset((PyTypeObject *)holder->obj, obj)) < 0)
+                goto fail;
+            self->has_message_sizes = 1;
+        }
         if (r->op == OP_CONDITION) {
             if (!PyTuple_Check(obj)) {
                 bad_row(i, "a condition needs its program");

@@ -76,7 +76,8 @@ enum { /* FRAME_OPS */
     OP_ARRAY_ARGS = 33,
     OP_SIZE_OF_STRUCT = 34,
     OP_STRUCT_SIZED = 35,
-    OP_END = 36,
+    OP_MESSAGE_BYTES = 36,
+    OP_END = 37,
 };
 
 enum { /* FRAME_PRESENCE */
@@ -179,6 +180,7 @@ static const VocabularyWord VOCABULARY_WORDS[] = {
     {"FRAME_OPS", "array_args", OP_ARRAY_ARGS},
     {"FRAME_OPS", "size_of_struct", OP_SIZE_OF_STRUCT},
     {"FRAME_OPS", "struct_sized", OP_STRUCT_SIZED},
+    {"FRAME_OPS", "message_bytes", OP_MESSAGE_BYTES},
     {"FRAME_PRESENCE", "always", PRESENT_ALWAYS},
     {"FRAME_PRESENCE", "remaining", PRESENT_REMAINING},
     {"FRAME_PRESENCE", "peek", PRESENT_PEEK},

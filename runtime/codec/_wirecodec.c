@@ -724,7 +724,9 @@ static int encode_into(PyObject *obj, Out *o) {
     return encode_message(codec, obj, o, 0);
 }
 
-static WireCodecAPI wire_api = {encode_into};
+static PyObject *decode_from_data(PyObject *cls, const unsigned char *data, Py_ssize_t pos,
+                                  Py_ssize_t end);
+static WireCodecAPI wire_api = {encode_into, decode_from_data};
 
 static PyObject *codec_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
                                   PyObject *kwnames) {
@@ -1398,6 +1400,28 @@ static PyTypeObject ClassMethod_Type = {
    anyway, so this looks a name up as type does, and only for a name that lookup does not find
    calls the metaclass's __getattr__, as the hook would. */
 
+/* WireCodecAPI.decode_from (see _codec_common.h): for the frame codec, which decodes the
+   protobuf parts of a frame from its own buffer. The class's decode_from must still be the
+   ClassMethod the codec installed, so that pure_python() and anything else that replaces it
+   is honoured. */
+static PyObject *str_decode_from;  /* "decode_from" */
+
+static PyObject *decode_from_data(PyObject *cls, const unsigned char *data, Py_ssize_t pos,
+                                  Py_ssize_t end) {
+    if (!PyType_Check(cls)) return NULL;
+    PyObject *method = _PyType_Lookup((PyTypeObject *)cls, str_decode_from);
+    if (method == NULL || Py_TYPE(method) != &ClassMethod_Type) return NULL;
+    ClassMethodObject *cm = (ClassMethodObject *)method;
+    if ((PyObject *)cm->cls != cls || !PyCFunction_Check(cm->own)) return NULL;
+    PyObject *codec = PyCFunction_GET_SELF(cm->own);
+    PyCFunction own = (PyCFunction)(void (*)(void))codec_own_decode_from;
+    if (codec == NULL || Py_TYPE(codec) != &Codec_Type
+            || (PyObject *)((CodecObject *)codec)->cls != cls
+            || PyCFunction_GET_FUNCTION(cm->own) != own)
+        return NULL;
+    return decode_message((CodecObject *)codec, data, pos, end, 0);
+}
+
 static PyObject *str_getattr;          /* "__getattr__" */
 static PyTypeObject *fast_metaclass;   /* the metaclass given to set_class_getattr */
 static getattrofunc saved_getattro;    /* its tp_getattro before */
@@ -1472,8 +1496,9 @@ PyMODINIT_FUNC PyInit__wirecodec(void) {
     empty_bytes = PyBytes_FromStringAndSize(NULL, 0);
     str_encode = PyUnicode_InternFromString("encode");
     str_getattr = PyUnicode_InternFromString("__getattr__");
+    str_decode_from = PyUnicode_InternFromString("decode_from");
     if (str_init == NULL || str_unknown == NULL || empty_bytes == NULL || str_encode == NULL
-            || str_getattr == NULL) {
+            || str_getattr == NULL || str_decode_from == NULL) {
         Py_DECREF(m);
         return NULL;
     }

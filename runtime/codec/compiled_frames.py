@@ -86,6 +86,9 @@ if _framecodec is not None:
 #   op "int_when":  an integer of int_type there when extra (as for "struct_when") gives true
 #   op "prefixed_optional": a "prefixed" row read when bytes remain, None when not
 #   op "default_bool": a bool read when its byte remains, ref when not
+#   op "message_bytes": bytes sized by an integer field of the message of the earlier "proto"
+#                   row named by ref; extra is the slot of that message holding the size (on
+#                   encode it is set to the bytes' length first, as the Python code does)
 #   op "skip_trailing": the last row (its name is None): bytes after the last field are skipped
 # The rows TANK brought; a program is as a condition's, and may also push a param by its
 # number ("param", k) and an array item's index ("index", None):
@@ -113,7 +116,7 @@ _STORED = {"int", "proto", vocabulary.ENVELOPE, "bytes", "struct", "uuid", "swit
            "struct_run", "prefixed", "default", "varint", "bool", "struct_array",
            "condition", "blocks", "proto_prefixed", "struct_when", "proto_prefixed_when",
            "int_when", "prefixed_optional", "default_bool", "derive", "struct_args",
-           "array_args", "struct_sized"}
+           "array_args", "struct_sized", "message_bytes"}
 _TEXT_KINDS = {"bytes": 0, "utf8": 1, "mutf8": 2}
 _PRESENCE = {None: vocabulary.PRESENCE["always"], "remaining": vocabulary.PRESENCE["remaining"]}
 _PEEK = vocabulary.PRESENCE["peek"]
@@ -279,6 +282,8 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any],
             obj = ref
         elif op == "len_value":
             number, at = ref & (2**64 - 1), index[extra]  # the constant as its two's complement
+        elif op == "message_bytes":
+            at, obj = index[ref], extra
         elif op in ("guard", "value", "derive"):
             attr = _program(ref, index)
             flags |= _EXTRA if extra is True else 0

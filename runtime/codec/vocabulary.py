@@ -88,13 +88,15 @@ MAP_KEY_KINDS: Final = (
 #              its program (which may read the item's "index") leaves their params
 #   size_of_struct  the byte size (fixed width or varint) of a later struct_sized row
 #   struct_sized  a nested struct (params as struct_args) that fills the size its size row reads
+#   message_bytes  bytes sized by an integer field of the message an earlier proto row decoded
+#              (on encode, that field is set to the bytes' length first)
 FRAME_OPS: Final = ("int", "const", "size", "size_rest", "checksum", "proto", "bytes", "struct",
                     "uuid", "switch", "switch_key", "struct_run", "prefixed", "default",
                     "skip_trailing", "varint", "bool", "count_of", "struct_array", "condition",
                     "blocks", "proto_prefixed", "struct_when", "proto_prefixed_when",
                     "len_value", "int_when", "prefixed_optional", "default_bool",
                     "guard", "value", "derive", "struct_args", "array_args", "size_of_struct",
-                    "struct_sized")
+                    "struct_sized", "message_bytes")
 # Words of a plan the compiled codec takes without a row of their own: params of int and bool
 # kinds, which the holder's row passes as 64-bit integers.
 FRAME_PLAN_WORDS: Final = ("params",)

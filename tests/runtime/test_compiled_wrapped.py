@@ -11,7 +11,7 @@ import pytest
 
 from protoframe.generated.pulsar import pulsar_api as pb
 from protoframe.generated.pulsar.frames import Frame, Payload
-from protoframe.generated.tubemq.frames import Frame as BlocksFrame
+from protoframe.generated.pravega.frames import TableEntriesUpdated as PythonOnly
 from protoframe.runtime.codec import compiled, compiled_frames
 
 pytestmark = pytest.mark.skipif(
@@ -55,11 +55,11 @@ def test_the_wrapped_functions_are_the_code_the_compiled_one_agrees_with() -> No
 
 
 def test_the_accessor_works_for_python_only_classes_and_subclasses() -> None:
-    # TubeMQ's frame (counted blocks) is on the Python codec.
-    assert not compiled.is_compiled(BlocksFrame)
-    assert compiled.python_function(BlocksFrame, "encode") is BlocksFrame.__dict__["encode"]
-    assert compiled.python_function(BlocksFrame, "decode") \
-        is BlocksFrame.__dict__["decode"].__func__
+    # Pravega's TableEntriesUpdated (an array of integers) is on the Python codec.
+    assert not compiled.is_compiled(PythonOnly)
+    assert compiled.python_function(PythonOnly, "encode") is PythonOnly.__dict__["encode"]
+    assert compiled.python_function(PythonOnly, "decode") \
+        is PythonOnly.__dict__["decode"].__func__
 
     class Sub(pb.KeyValue):
         __slots__ = ()

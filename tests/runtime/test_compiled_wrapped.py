@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from protoframe.generated.pravega.frames import TableEntriesUpdated as PythonOnly
 from protoframe.generated.pulsar import pulsar_api as pb
 from protoframe.generated.pulsar.frames import Frame, Payload
-from protoframe.generated.pravega.frames import TableEntriesUpdated as PythonOnly
 from protoframe.runtime.codec import compiled, compiled_frames
 
 pytestmark = pytest.mark.skipif(

@@ -64,6 +64,12 @@ OPS: tuple[Op, ...] = (
     Op("  MessageMetadata build", "ours", "build_metadata()"),
     Op("  MessageMetadata encode", "ours", "METADATA.encode()"),
     Op("  MessageMetadata decode", "ours", "pb.MessageMetadata.decode(METADATA_BYTES)"),
+    # The decode+read cells of `bench protobuf` (decode, then read every set field).
+    Op("  BaseCommand(SEND) decode+read", "ours", "read_send(WIRE_SEND)"),
+    Op("  BaseCommand(MESSAGE) decode+read", "ours", "read_message(WIRE_MESSAGE)"),
+    Op("  BaseCommand(ACK, 1 id) decode+read", "ours", "read_ack(WIRE_ACK)"),
+    Op("  MessageMetadata(3 props) decode+read", "ours", "read_metadata(WIRE_METADATA)"),
+    Op("  SingleMessageMetadata decode+read", "ours", "read_single(WIRE_SINGLE)"),
     Op("Pravega APPEND_BLOCK_END decode+read [216 B]", "ours",
        "pravega_ours_decode(PRAVEGA_WIRE)"),
     Op("Pravega APPEND_BLOCK_END decode+read [216 B]", "struct",

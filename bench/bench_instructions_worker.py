@@ -22,6 +22,7 @@ from bench.bench_frames import (
     struct_decode,
     struct_encode,
 )
+from bench.bench_protobuf import ours_codecs
 from bench.frames_protocols import (
     pravega_hand_batch,
     pravega_hand_decode,
@@ -76,7 +77,15 @@ TUBEMQ_WIRE = tubemq_ours_encode()
 TANK_BUNDLE = Bundle(codec=0, sparse=False, msg_count=100, messages=MessageSet(messages=[
     Message(flags=1, timestamp=1_700_000_000_000 + i, key=f"k{i % 64}".encode(),
             content=bytes([i]) * 100) for i in range(100)])).encode()
-FIXTURES = (WIRE, BUILT, SEND_COMMAND, METADATA, METADATA_BYTES, ours_decode, struct_decode,
+_PROTOBUF = ours_codecs()
+read_send, WIRE_SEND = _PROTOBUF["send"].read, _PROTOBUF["send"].build()
+read_message, WIRE_MESSAGE = _PROTOBUF["message"].read, _PROTOBUF["message"].build()
+read_ack, WIRE_ACK = _PROTOBUF["ack"].read, _PROTOBUF["ack"].build()
+read_metadata, WIRE_METADATA = _PROTOBUF["metadata"].read, _PROTOBUF["metadata"].build()
+read_single, WIRE_SINGLE = _PROTOBUF["single"].read, _PROTOBUF["single"].build()
+FIXTURES = (read_send, WIRE_SEND, read_message, WIRE_MESSAGE, read_ack, WIRE_ACK,
+            read_metadata, WIRE_METADATA, read_single, WIRE_SINGLE,
+            WIRE, BUILT, SEND_COMMAND, METADATA, METADATA_BYTES, ours_decode, struct_decode,
             struct_encode, construct_decode, construct_encode, PRAVEGA_WIRE, PRAVEGA_RUN,
             pravega_hand_batch, pravega_hand_decode, pravega_hand_encode, pravega_ours_decode,
             TANK_WIRE, TANK_BUNDLE, tank_hand_batch, tank_hand_decode,

@@ -63,7 +63,8 @@ struct CodecObject {
     Py_ssize_t nslotted;
     Py_ssize_t *slot_offset;  /* per slotted field: its offset, and */
     char *slot_repeated;      /* whether it holds a list */
-    Py_ssize_t nrequired;     /* how many fields are required */
+    Py_ssize_t nrequired;     /* how many fields are required, and */
+    Py_ssize_t *required;     /* their indexes */
     uint32_t tag_limit;
     PyObject *py_encode;      /* the generated Python methods, for whatever this gives up on */
     PyObject *py_decode_from;
@@ -80,6 +81,7 @@ struct CodecObject {
 
 static PyTypeObject Codec_Type;
 static TypeTable codecs;    /* class -> codec */
+static PyObject *empty_bytes;  /* b"" */
 
 static const int wire_of_kind[K_KIND_END] = {
     [K_INT32] = 0, [K_INT64] = 0, [K_UINT32] = 0, [K_UINT64] = 0, [K_SINT32] = 0,
@@ -377,6 +379,28 @@ static inline int read_varint(Reader *r, Py_ssize_t end, uint64_t *out) {
     return -1;
 }
 
+/* Whether n bytes are all ASCII, eight at a time. */
+static inline int is_ascii(const unsigned char *p, Py_ssize_t n) {
+    uint64_t bits = 0;
+    Py_ssize_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        bits |= w;
+    }
+    for (; i < n; i++) bits |= p[i];
+    return (bits & 0x8080808080808080ull) == 0;
+}
+
+/* An ASCII string of n > 1 bytes: the str PyUnicode_DecodeUTF8 would make (compact ASCII),
+   without its general decoder's setup. Strings of one byte or none are left to it, since it
+   hands out the interpreter's shared ones for those. */
+static inline PyObject *ascii_string(const unsigned char *p, Py_ssize_t n) {
+    PyObject *s = PyUnicode_New(n, 127);
+    if (s != NULL) memcpy(PyUnicode_1BYTE_DATA(s), p, (size_t)n);
+    return s;
+}
+
 /* Skip the value of an unknown field. -1: give up (groups, bad wire types, overruns). */
 static int skip_value(Reader *r, Py_ssize_t end, uint64_t tag) {
     uint64_t n;
@@ -482,6 +506,7 @@ static PyObject *decode_value(FieldInfo *f, Reader *r, Py_ssize_t end, int depth
         r->pos += (Py_ssize_t)n;
         if (f->kind == K_BYTES) return PyBytes_FromStringAndSize((const char *)p, (Py_ssize_t)n);
         if (f->kind == K_STRING) {
+            if (n > 1 && is_ascii(p, (Py_ssize_t)n)) return ascii_string(p, (Py_ssize_t)n);
             PyObject *s = PyUnicode_DecodeUTF8((const char *)p, (Py_ssize_t)n, NULL);
             if (s == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) PyErr_Clear();
             return s;
@@ -584,6 +609,7 @@ static PyObject *decode_message(CodecObject *codec, const unsigned char *buf, Py
     if (vals == NULL) return PyErr_NoMemory();
     if (vals == small) memset(small, 0, (size_t)nf * sizeof(PyObject *));
     PyObject *present = NULL, *unknown = NULL, *result = NULL;
+    int moved = 0;
     if (codec->present_offset >= 0 && (present = PyDict_New()) == NULL) goto done;
     Reader r = {buf, pos};
     while (r.pos < end) {
@@ -653,30 +679,39 @@ static PyObject *decode_message(CodecObject *codec, const unsigned char *buf, Py
             Py_XSETREF(vals[i], v);
         }
     }
-    for (Py_ssize_t k = 0; k < codec->nslotted; k++) {
-        Py_ssize_t i = codec->slotted[k];
-        FieldInfo *f = &codec->fields[i];
-        if (f->mode == M_REQUIRED && vals[i] == NULL) goto done;
-        if ((f->mode == M_REPEATED || f->mode == M_PACKED) && vals[i] == NULL
-                && (vals[i] = PyList_New(0)) == NULL)
-            goto done;
-        if (f->mode == M_MAP && vals[i] == NULL && (vals[i] = PyDict_New()) == NULL) goto done;
-        if (f->mode == M_IMPLICIT && vals[i] == NULL) vals[i] = Py_NewRef(f->dflt);
-    }
+    /* A missing required field leaves the message to the Python codec (which raises) before
+       anything is made; the other missing values are made while the slots are filled. */
+    for (Py_ssize_t k = 0; k < codec->nrequired; k++)
+        if (vals[codec->required[k]] == NULL) goto done;
     PyObject *unknown_bytes;
-    if (unknown == NULL) unknown_bytes = PyBytes_FromStringAndSize(NULL, 0);
+    if (unknown == NULL) unknown_bytes = Py_NewRef(empty_bytes);
     else unknown_bytes = PyBytes_FromStringAndSize(PyByteArray_AS_STRING(unknown),
                                                    PyByteArray_GET_SIZE(unknown));
     if (unknown_bytes == NULL) goto done;
     PyTypeObject *cls = codec->cls;
     PyObject *obj = cls->tp_alloc(cls, 0);
     if (obj == NULL) { Py_DECREF(unknown_bytes); goto done; }
+    /* Every slot is set below (or the object is dropped, its unset slots NULL, when memory
+       runs out), so nothing is left in vals to release. */
+    moved = 1;
+    const Py_ssize_t *slotted = codec->slotted, *slot_offset = codec->slot_offset;
     for (Py_ssize_t k = 0; k < codec->nslotted; k++) {
-        Py_ssize_t i = codec->slotted[k];
-        FieldInfo *f = &codec->fields[i];
+        Py_ssize_t i = slotted[k];
         PyObject *v = vals[i];
-        vals[i] = NULL;
-        *(PyObject **)((char *)obj + f->offset) = v ? v : Py_NewRef(Py_None);
+        if (v == NULL) {
+            int mode = codec->fields[i].mode;
+            if (mode == M_REPEATED || mode == M_PACKED) v = PyList_New(0);
+            else if (mode == M_MAP) v = PyDict_New();
+            else if (mode == M_IMPLICIT) v = Py_NewRef(codec->fields[i].dflt);
+            else v = Py_NewRef(Py_None);
+            if (v == NULL) {
+                for (Py_ssize_t j = k + 1; j < codec->nslotted; j++) Py_CLEAR(vals[slotted[j]]);
+                Py_DECREF(unknown_bytes);
+                Py_DECREF(obj);
+                goto done;
+            }
+        }
+        *(PyObject **)((char *)obj + slot_offset[k]) = v;
     }
     if (codec->present_offset >= 0) {
         *(PyObject **)((char *)obj + codec->present_offset) = present;
@@ -685,7 +720,8 @@ static PyObject *decode_message(CodecObject *codec, const unsigned char *buf, Py
     *(PyObject **)((char *)obj + codec->unknown_offset) = unknown_bytes;
     result = obj;
 done:
-    for (Py_ssize_t k = 0; k < codec->nslotted; k++) Py_XDECREF(vals[codec->slotted[k]]);
+    if (!moved)
+        for (Py_ssize_t k = 0; k < codec->nslotted; k++) Py_XDECREF(vals[codec->slotted[k]]);
     if (vals != small) PyMem_Free(vals);
     Py_XDECREF(present);
     Py_XDECREF(unknown);
@@ -836,7 +872,6 @@ static PyObject *codec_own_decode(PyObject *self, PyObject *const *args, Py_ssiz
 
 static PyObject *str_init;     /* "__init__" */
 static PyObject *str_unknown;  /* "_unknown" */
-static PyObject *empty_bytes;  /* b"" */
 
 #define CTOR_INLINE 128
 
@@ -1136,6 +1171,7 @@ static void codec_dealloc(CodecObject *self) {
     PyMem_Free(self->slotted);
     PyMem_Free(self->slot_offset);
     PyMem_Free(self->slot_repeated);
+    PyMem_Free(self->required);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -1256,13 +1292,15 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     self->slotted = PyMem_Calloc(nf ? (size_t)nf : 1, sizeof(Py_ssize_t));
     self->slot_offset = PyMem_Calloc(nf ? (size_t)nf : 1, sizeof(Py_ssize_t));
     self->slot_repeated = PyMem_Calloc(nf ? (size_t)nf : 1, 1);
-    if (self->slotted == NULL || self->slot_offset == NULL || self->slot_repeated == NULL) {
+    self->required = PyMem_Calloc(nf ? (size_t)nf : 1, sizeof(Py_ssize_t));
+    if (self->slotted == NULL || self->slot_offset == NULL || self->slot_repeated == NULL
+            || self->required == NULL) {
         PyErr_NoMemory();
         goto fail;
     }
     for (Py_ssize_t i = 0; i < nf; i++) {
         FieldInfo *f = &self->fields[i];
-        if (f->mode == M_REQUIRED) self->nrequired++;
+        if (f->mode == M_REQUIRED) self->required[self->nrequired++] = i;
         if (f->mode == M_SPARSE) continue;
         self->slot_offset[self->nslotted] = f->offset;
         self->slot_repeated[self->nslotted] = f->mode == M_REPEATED || f->mode == M_PACKED;
@@ -1391,6 +1429,163 @@ static PyTypeObject ClassMethod_Type = {
 };
 
 /* ------------------------------------------------------------------------------------------ */
+/* field accessors: the generated properties of optional and sparse fields, in C
+ *
+ * Reading an optional field (`cmd.send.num_messages`) or a sparse one (`cmd.send`) calls a
+ * generated property whose getter is one line of Python (the slot's value or the field's
+ * default; the present dict's entry or None). On CPython 3.11 that is a Python frame per read,
+ * about seventy times the cost of a plain slot read, and it made most of the "read" in a
+ * decode+read. An Accessor stands in for such a property on the class it was made for: on an
+ * instance of exactly that class, while the class still keeps the field where the property
+ * looks (checked again whenever the class's version tag changes), it reads and writes the slot
+ * or the present dict as the property's code does. Everything else (the class itself, a
+ * subclass instance, a slot not set, a present dict replaced by something that is not a dict,
+ * deletion) goes to the property, so its results and errors are the property's. Looked up on
+ * the class it is the property itself, so introspection sees what it always did. */
+
+typedef struct {
+    PyObject_HEAD
+    PyTypeObject *cls;
+    PyObject *prop;       /* the generated property it stands in for */
+    PyObject *name;       /* the attribute it is installed as */
+    PyObject *slot_name;  /* the slot it reads: the field's, or the present dict's */
+    Py_ssize_t offset;
+    PyObject *key;        /* sparse: the key in the present dict; NULL for a slot */
+    PyObject *dflt;       /* a slot's: what an unset (None) value reads as */
+    unsigned int version; /* cls's version tag when last found intact; 0: check again */
+} AccessorObject;
+
+/* Whether the fast path holds for obj: exactly cls, unchanged since last checked. */
+static int accessor_applies(AccessorObject *a, PyObject *obj) {
+    PyTypeObject *cls = a->cls;
+    if (Py_TYPE(obj) != cls) return 0;
+    unsigned int version = valid_version_tag(cls);
+    if (version != 0 && version == a->version) return 1;
+    /* The property's `self._x` goes through the class's attribute hooks. */
+    if (cls->tp_getattro != PyObject_GenericGetAttr || cls->tp_setattro != PyObject_GenericSetAttr
+            || !slot_intact(cls, a->slot_name, a->offset)
+            || _PyType_Lookup(cls, a->name) != (PyObject *)a)
+        return 0;
+    /* _PyType_Lookup gave the class a tag if it had none (unless they ran out). */
+    a->version = valid_version_tag(cls);
+    return 1;
+}
+
+static PyObject *accessor_get(PyObject *self, PyObject *obj, PyObject *type) {
+    AccessorObject *a = (AccessorObject *)self;
+    if (obj != NULL && accessor_applies(a, obj)) {
+        PyObject *v = slot(obj, a->offset);
+        if (a->key == NULL) {
+            if (v != NULL) return Py_NewRef(v == Py_None ? a->dflt : v);
+        } else if (v != NULL && PyDict_CheckExact(v)) {
+            /* The key is an exact str: its lookup runs no Python code and cannot fail. */
+            PyObject *found = PyDict_GetItemWithError(v, a->key);
+            if (found != NULL) return Py_NewRef(found);
+            if (PyErr_Occurred()) return NULL;
+            Py_RETURN_NONE;
+        }
+    }
+    return Py_TYPE(a->prop)->tp_descr_get(a->prop, obj, type);
+}
+
+static int accessor_set(PyObject *self, PyObject *obj, PyObject *value) {
+    AccessorObject *a = (AccessorObject *)self;
+    if (value != NULL && accessor_applies(a, obj)) {
+        PyObject **addr = (PyObject **)((char *)obj + a->offset);
+        if (a->key == NULL) {
+            Py_XSETREF(*addr, Py_NewRef(value));
+            return 0;
+        }
+        PyObject *present = *addr;
+        if (present != NULL && PyDict_CheckExact(present)) {
+            if (value != Py_None) return PyDict_SetItem(present, a->key, value);
+            /* pop(key, None) */
+            int has = PyDict_Contains(present, a->key);
+            if (has <= 0) return has;
+            return PyDict_DelItem(present, a->key);
+        }
+    }
+    return Py_TYPE(a->prop)->tp_descr_set(a->prop, obj, value);
+}
+
+static PyObject *accessor_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    PyObject *cls, *prop, *name, *slot_name, *key, *dflt;
+    if (kwds && PyDict_GET_SIZE(kwds)) {
+        PyErr_SetString(PyExc_TypeError, "Accessor() takes positional arguments");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "O!O!UUOO:Accessor", &PyType_Type, &cls, &PyProperty_Type,
+                          &prop, &name, &slot_name, &key, &dflt))
+        return NULL;
+    if (key != Py_None && !PyUnicode_CheckExact(key)) {
+        PyErr_SetString(PyExc_TypeError, "Accessor(): a sparse field's key is a str");
+        return NULL;
+    }
+    Py_ssize_t offset = member_offset((PyTypeObject *)cls, slot_name);
+    if (offset < 0) return NULL;
+    AccessorObject *self = (AccessorObject *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->cls = (PyTypeObject *)Py_NewRef(cls);
+    self->prop = Py_NewRef(prop);
+    self->name = Py_NewRef(name);
+    self->slot_name = Py_NewRef(slot_name);
+    self->offset = offset;
+    self->key = key == Py_None ? NULL : Py_NewRef(key);
+    self->dflt = Py_NewRef(dflt);
+    return (PyObject *)self;
+}
+
+static int accessor_traverse(AccessorObject *self, visitproc visit, void *arg) {
+    Py_VISIT(self->cls);
+    Py_VISIT(self->prop);
+    Py_VISIT(self->name);
+    Py_VISIT(self->slot_name);
+    Py_VISIT(self->key);
+    Py_VISIT(self->dflt);
+    return 0;
+}
+
+static int accessor_clear(AccessorObject *self) {
+    Py_CLEAR(self->cls);
+    Py_CLEAR(self->prop);
+    Py_CLEAR(self->name);
+    Py_CLEAR(self->slot_name);
+    Py_CLEAR(self->key);
+    Py_CLEAR(self->dflt);
+    return 0;
+}
+
+static void accessor_dealloc(AccessorObject *self) {
+    PyObject_GC_UnTrack(self);
+    accessor_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMemberDef accessor_members[] = {
+    {"__wrapped__", T_OBJECT, offsetof(AccessorObject, prop), READONLY,
+     "The generated property this stands in for."},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyTypeObject Accessor_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "protoframe.runtime.codec._wirecodec.Accessor",
+    .tp_doc = "Accessor(cls, prop, name, slot_name, key, default): the generated property "
+              "prop of an optional field (key None: the slot's value, default when None) or "
+              "a sparse one (key: its entry in the present dict in slot_name), in C for "
+              "instances of exactly cls.",
+    .tp_basicsize = sizeof(AccessorObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = accessor_new,
+    .tp_dealloc = (destructor)accessor_dealloc,
+    .tp_traverse = (traverseproc)accessor_traverse,
+    .tp_clear = (inquiry)accessor_clear,
+    .tp_descr_get = accessor_get,
+    .tp_descr_set = accessor_set,
+    .tp_members = accessor_members,
+};
+
+/* ------------------------------------------------------------------------------------------ */
 /* member access on the generated enums' metaclass */
 
 /* CPython 3.11's enum.EnumType defines __getattr__ (and runtime.codec.compiled.ProtoEnumType keeps
@@ -1488,7 +1683,9 @@ static struct PyModuleDef wirecodec_module = {
 };
 
 PyMODINIT_FUNC PyInit__wirecodec(void) {
-    if (PyType_Ready(&Codec_Type) < 0 || PyType_Ready(&ClassMethod_Type) < 0) return NULL;
+    if (PyType_Ready(&Codec_Type) < 0 || PyType_Ready(&ClassMethod_Type) < 0
+            || PyType_Ready(&Accessor_Type) < 0)
+        return NULL;
     PyObject *m = PyModule_Create(&wirecodec_module);
     if (m == NULL) return NULL;
     str_init = PyUnicode_InternFromString("__init__");
@@ -1511,6 +1708,7 @@ PyMODINIT_FUNC PyInit__wirecodec(void) {
     }
     if (PyModule_AddObjectRef(m, "Codec", (PyObject *)&Codec_Type) < 0
             || PyModule_AddObjectRef(m, "ClassMethod", (PyObject *)&ClassMethod_Type) < 0
+            || PyModule_AddObjectRef(m, "Accessor", (PyObject *)&Accessor_Type) < 0
             || add_vocabulary(m) < 0) {
         Py_DECREF(m);
         return NULL;

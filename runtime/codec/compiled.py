@@ -80,6 +80,8 @@ _constructors: dict[type, Any] = {}
 _table_entries: list[tuple[dict[Any, Any], Any, Any, Any]] = []
 # class -> its layout table, as install_layouts() was given it (read by runtime.spark.columnar).
 _layouts: dict[type, tuple[FieldLayout, ...]] = {}
+# class -> (attribute name, generated property, compiled accessor standing in for it).
+_accessors: dict[type, list[tuple[str, property, Any]]] = {}
 
 
 def available() -> bool:
@@ -150,6 +152,7 @@ def install_layouts(layouts: Iterable[MessageLayout]) -> None:
                     _wirecodec.ClassMethod(cls, codec.own_decode_from, codec.decode_from,
                                            decode_from))
         register(cls, python, compiled)
+        _install_accessors(cls, present_slot, fields)
         keywords = _keywords(cls, fields)
         if keywords is not None and codec.install_constructor(keywords, cls.__dict__["__init__"]):
             register_constructor(cls, codec)
@@ -176,6 +179,99 @@ def _keywords(cls: type, fields: tuple[FieldLayout, ...]) -> tuple[str, ...] | N
     if "__init__" not in cls.__dict__ or any(f[3] not in by_storage for f in fields):
         return None
     return tuple(by_storage[f[3]] for f in fields)
+
+
+def _install_accessors(cls: type, present_slot: str | None,
+                       fields: tuple[FieldLayout, ...]) -> None:
+    """Put a compiled accessor in place of each generated property of an optional field (the
+    slot's value, or the field's default when it is None) and of a sparse field (its entry in
+    the present dict, or None), where the property is found to do just that."""
+    assert _wirecodec is not None
+    names = {storage: name for name, storage, _ in getattr(cls, "FIELD_NAMES", ())}
+    installed: list[tuple[str, property, Any]] = []
+    for _, _, mode, storage, *_ in fields:
+        name = names.get(storage)
+        if name is None:
+            continue
+        prop = cls.__dict__.get(name)
+        if type(prop) is not property or prop.fget is None or prop.fset is None:
+            continue
+        if mode == "optional" and name != storage:
+            found = _probe_optional(cls, prop, storage)
+            if found is None:
+                continue
+            accessor = _wirecodec.Accessor(cls, prop, name, storage, None, found[0])
+        elif mode == "sparse" and present_slot is not None:
+            if not _probe_sparse(cls, prop, present_slot, storage):
+                continue
+            accessor = _wirecodec.Accessor(cls, prop, name, present_slot, storage, None)
+        else:
+            continue
+        installed.append((name, prop, accessor))
+        setattr(cls, name, accessor)
+    if installed:
+        _accessors[cls] = installed
+
+
+# What a probe stores, to see it come back; a fresh object no generated code can know.
+_Marker = type("_Marker", (), {"__slots__": ()})
+
+
+def _probe_optional(cls: type, prop: property, storage: str) -> tuple[object] | None:
+    """(default,) if ``prop`` reads ``storage`` as the generated property of an optional field
+    does (the value, or a constant when it is None) and its setter stores into it; else None."""
+    member = cls.__dict__.get(storage)
+    if member is None or not hasattr(member, "__set__"):
+        return None
+    try:
+        probe: Any = object.__new__(cls)
+        member.__set__(probe, None)
+        default = prop.fget(probe)  # type: ignore[misc]
+        if prop.fget(probe) is not default or default is None:  # type: ignore[misc]
+            return None
+        # Only values that cannot change are shared by every read.
+        if not isinstance(default, (int, float, str, bytes, enum.Enum)):
+            return None
+        marker = _Marker()
+        member.__set__(probe, marker)
+        if prop.fget(probe) is not marker:  # type: ignore[misc]
+            return None
+        other = _Marker()
+        prop.fset(probe, other)  # type: ignore[misc]
+        if member.__get__(probe, cls) is not other:
+            return None
+    except Exception:  # noqa: BLE001 (not the generated shape: the property stays)
+        return None
+    return (default,)
+
+
+def _probe_sparse(cls: type, prop: property, present_slot: str, key: str) -> bool:
+    """Whether ``prop`` is the generated property of a sparse field: ``present.get(key)``, and a
+    setter that pops the key for None and stores anything else under it."""
+    member = cls.__dict__.get(present_slot)
+    if member is None or not hasattr(member, "__set__"):
+        return False
+    try:
+        probe: Any = object.__new__(cls)
+        present: dict[str, object] = {}
+        member.__set__(probe, present)
+        if prop.fget(probe) is not None:  # type: ignore[misc]
+            return False
+        marker = _Marker()
+        present[key] = marker
+        if prop.fget(probe) is not marker:  # type: ignore[misc]
+            return False
+        other = _Marker()
+        prop.fset(probe, other)  # type: ignore[misc]
+        if present != {key: other} or member.__get__(probe, cls) is not present:
+            return False
+        prop.fset(probe, None)  # type: ignore[misc]
+        prop.fset(probe, None)  # type: ignore[misc]
+        if present:
+            return False
+    except Exception:  # noqa: BLE001 (not the generated shape: the property stays)
+        return False
+    return True
 
 
 def register(cls: type, python: tuple[Any, Any, Any], compiled: tuple[Any, Any, Any]) -> None:
@@ -251,6 +347,9 @@ def _use_compiled(on: bool) -> None:
         codec.enable_constructor(on)
     for table, key, python, method in _table_entries:
         table[key] = method if on else python
+    for cls, accessors in _accessors.items():
+        for name, prop, accessor in accessors:
+            setattr(cls, name, accessor if on else prop)
     _set_enum_access(on)
 
 

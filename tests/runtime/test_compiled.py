@@ -474,3 +474,37 @@ def test_decoding_and_encoding_keep_reference_counts() -> None:
     before = counts()
     assert run(1000) == 1000
     assert counts() == before
+
+
+@pytest.mark.parametrize("length", [0, 1, 2, 7, 8, 9, 15, 16, 17, 40])
+def test_ascii_and_other_strings_decode_alike(length: int) -> None:
+    """Strings of ASCII bytes are made without the UTF-8 decoder; one byte that is not ASCII,
+    at any place of the eight-byte blocks scanned, sends the string back to it, and invalid
+    UTF-8 there to the Python codec."""
+    ascii = "".join(chr(0x21 + (i * 7) % 90) for i in range(length))
+    cases = [ascii]
+    for at in range(length):
+        cases.append(ascii[:at] + "é" + ascii[at + 1:])
+        cases.append(ascii[:at] + "\u20ac" + ascii[at + 1:])
+    for text in cases:
+        data = pa.KeyValue(key=text, value=ascii).encode()
+        fast = pa.KeyValue.decode(data)
+        with compiled.pure_python():
+            slow = pa.KeyValue.decode(data)
+        assert (fast.key, fast.value) == (slow.key, slow.value) == (text, ascii)
+        assert type(fast.key) is str and fast.key.isascii() == text.isascii()
+    for at in range(length):
+        raw = bytearray(pa.KeyValue(key=ascii, value="v").encode())
+        raw[2 + at] = 0xFF  # after the key's tag and one-byte length
+        outcomes: list[tuple[str, object]] = []
+        for python in (False, True):
+            try:
+                if python:
+                    with compiled.pure_python():
+                        got = pa.KeyValue.decode(bytes(raw))
+                else:
+                    got = pa.KeyValue.decode(bytes(raw))
+                outcomes.append(("value", got.key))
+            except Exception as exc:  # noqa: BLE001 (the error itself is compared)
+                outcomes.append(("raised", (type(exc), str(exc))))
+        assert outcomes[0] == outcomes[1] and outcomes[0][0] == "raised"

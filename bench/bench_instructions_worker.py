@@ -19,6 +19,22 @@ from bench.bench_frames import (
     struct_decode,
     struct_encode,
 )
+from bench.frames_examples import (
+    amqp_hand_decode,
+    amqp_hand_encode,
+    amqp_ours_decode,
+    amqp_ours_encode,
+    mariadb_hand_decode,
+    mariadb_hand_encode,
+    mariadb_ours_decode,
+    mariadb_ours_encode,
+    ws125_hand_encode,
+    ws125_ours_encode,
+    ws300_hand_encode,
+    ws300_ours_encode,
+    ws_hand_decode,
+    ws_ours_decode,
+)
 from bench.frames_protocols import (
     pravega_hand_batch,
     pravega_hand_decode,
@@ -66,6 +82,14 @@ TANK_WIRE = tank_ours_encode()
 TANK_BUNDLE = Bundle(codec=0, sparse=False, msg_count=100, messages=MessageSet(messages=[
     Message(flags=1, timestamp=1_700_000_000_000 + i, key=f"k{i % 64}".encode(),
             content=bytes([i]) * 100) for i in range(100)])).encode()
+MARIADB_WIRE = mariadb_ours_encode()
+AMQP_WIRE = amqp_ours_encode()
+WS_WIRE_125 = ws125_ours_encode()
+WS_WIRE_300 = ws300_ours_encode()
+EXAMPLE_FIXTURES = (MARIADB_WIRE, AMQP_WIRE, WS_WIRE_125, WS_WIRE_300, amqp_hand_decode,
+                    amqp_hand_encode, amqp_ours_decode, mariadb_hand_decode,
+                    mariadb_hand_encode, mariadb_ours_decode, ws125_hand_encode,
+                    ws300_hand_encode, ws300_ours_encode, ws_hand_decode, ws_ours_decode)
 FIXTURES = (WIRE, BUILT, SEND_COMMAND, METADATA, METADATA_BYTES, ours_decode, struct_decode,
             struct_encode, construct_decode, construct_encode, PRAVEGA_WIRE, PRAVEGA_RUN,
             pravega_hand_batch, pravega_hand_decode, pravega_hand_encode, pravega_ours_decode,

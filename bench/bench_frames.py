@@ -635,9 +635,10 @@ def main() -> None:
     print(f"checked: ours, struct and construct encode identical {len(wire)}-byte frames and "
           "decode the expected values; all reject a bad CRC32C; ours and struct decode the "
           "same batch entries")
+    from bench.frames_examples import example_cases
     from bench.frames_protocols import batch_cases, check_cases, frame_cases
 
-    cases = frame_cases()
+    cases = frame_cases() + example_cases()
     protocol_batches = batch_cases()
     check_cases(cases, protocol_batches)
     print(f"checked: {', '.join(c.protocol for c in cases)}: ours and struct encode identical "

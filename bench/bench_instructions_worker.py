@@ -23,6 +23,22 @@ from bench.bench_frames import (
     struct_encode,
 )
 from bench.bench_protobuf import ours_codecs
+from bench.frames_examples import (
+    amqp_hand_decode,
+    amqp_hand_encode,
+    amqp_ours_decode,
+    amqp_ours_encode,
+    mariadb_hand_decode,
+    mariadb_hand_encode,
+    mariadb_ours_decode,
+    mariadb_ours_encode,
+    ws125_hand_encode,
+    ws125_ours_encode,
+    ws300_hand_encode,
+    ws300_ours_encode,
+    ws_hand_decode,
+    ws_ours_decode,
+)
 from bench.frames_protocols import (
     pravega_hand_batch,
     pravega_hand_decode,
@@ -83,6 +99,14 @@ read_message, WIRE_MESSAGE = _PROTOBUF["message"].read, _PROTOBUF["message"].bui
 read_ack, WIRE_ACK = _PROTOBUF["ack"].read, _PROTOBUF["ack"].build()
 read_metadata, WIRE_METADATA = _PROTOBUF["metadata"].read, _PROTOBUF["metadata"].build()
 read_single, WIRE_SINGLE = _PROTOBUF["single"].read, _PROTOBUF["single"].build()
+MARIADB_WIRE = mariadb_ours_encode()
+AMQP_WIRE = amqp_ours_encode()
+WS_WIRE_125 = ws125_ours_encode()
+WS_WIRE_300 = ws300_ours_encode()
+EXAMPLE_FIXTURES = (MARIADB_WIRE, AMQP_WIRE, WS_WIRE_125, WS_WIRE_300, amqp_hand_decode,
+                    amqp_hand_encode, amqp_ours_decode, mariadb_hand_decode,
+                    mariadb_hand_encode, mariadb_ours_decode, ws125_hand_encode,
+                    ws300_hand_encode, ws300_ours_encode, ws_hand_decode, ws_ours_decode)
 FIXTURES = (read_send, WIRE_SEND, read_message, WIRE_MESSAGE, read_ack, WIRE_ACK,
             read_metadata, WIRE_METADATA, read_single, WIRE_SINGLE,
             WIRE, BUILT, SEND_COMMAND, METADATA, METADATA_BYTES, ours_decode, struct_decode,

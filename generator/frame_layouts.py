@@ -125,6 +125,10 @@ def _more_rows(op: FieldOp, head: str) -> str | None:
         case Array(element=Nested(plan=plan), count=Expr(text=count)) if (
                 op.word == "struct_array"):
             return f"{head}, None, {plan.name}, {q(count.strip())})"
+        case Prefix(inner=BytesOther(region=r) | String(region=r) as inner) if (
+                op.word == "lenenc"):
+            kind = inner.encoding if isinstance(inner, String) else "bytes"
+            return f"{head}, None, {q(kind)}, {r.nullable})"
         case Default(inner=ReadInt(int_type=t)) if isinstance(op.field.default, int):
             return f"{head}, {q(t.name)}, {op.field.default}, None)"
     return None

@@ -624,6 +624,12 @@ class Prefix(Wrap):
                         and f.when_peek is None and not f.marker and f.wire
                         and isinstance(f.default, str)):
                     return "prefixed_default"  # text when bytes remain, its default when not
+            case BytesOther(region=r) | String(region=r) if (
+                    r.prefix == "lenenc" and r.length is None and r.size is None
+                    and inner.field.compression is None and unconditional(f)
+                    and f.const is None and f.value is None
+                    and (not isinstance(inner, String) or inner.encoding == "utf8")):
+                return "lenenc"
         return "prefix"
 
 

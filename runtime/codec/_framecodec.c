@@ -26,6 +26,7 @@
 #define F_SIGNED 1
 #define F_BIG 2
 #define F_VARINT 4  /* a prefixed row's prefix is a varint (its width is 0) */
+#define F_NULLABLE 8  /* a lenenc row: 0xfb (NULL) stands for None */
 #define MAX_DEPTH 32
 
 typedef struct FrameCodecObject FrameCodecObject;
@@ -68,7 +69,8 @@ typedef struct {
    count_of    index its struct_array row; the count read is kept in sizes[]
    struct_array  obj the nested codec, index its count_of row
    condition   width and flags the integer's; prog its program, over earlier int, varint and
-               bool rows */
+               bool rows
+   lenenc      number TEXT_BYTES or TEXT_UTF8; flags F_NULLABLE when 0xfb stands for None */
 #define TEXT_BYTES 0
 #define TEXT_UTF8 1
 #define TEXT_MUTF8 2
@@ -362,6 +364,32 @@ static int condition_holds(const FrameCodecObject *c, const Row *r, PyObject *co
 static PyObject *decode_struct(FrameCodecObject *c, PyObject *buf, Py_ssize_t *ppos,
                                Py_ssize_t end, int depth);
 
+/* A lenenc row at *ppos (MySQL's length-encoded string): its value, None for NULL when the row
+   is nullable, with *ppos after it; NULL to give up. Any form of the length is read, as the
+   Python reader reads it; 0xff, a NULL where none may be, or a length past `end` give up. */
+static PyObject *decode_lenenc(const Row *r, const unsigned char *data, Py_ssize_t *ppos,
+                               Py_ssize_t end) {
+    Py_ssize_t pos = *ppos;
+    if (pos >= end) return NULL;
+    unsigned int first = data[pos++];
+    unsigned long long n = first;
+    if (first == 0xfb) {
+        if (!(r->flags & F_NULLABLE)) return NULL;
+        *ppos = pos;
+        return Py_NewRef(Py_None);
+    }
+    if (first > 0xfb) {
+        int width = first == 0xfc ? 2 : first == 0xfd ? 3 : first == 0xfe ? 8 : 0;
+        if (width == 0 || end - pos < width) return NULL;
+        n = read_uint(data + pos, width, 0);
+        pos += width;
+    }
+    if (n > (unsigned long long)(end - pos)) return NULL;
+    PyObject *v = prefixed_value(r, data + pos, (Py_ssize_t)n);
+    if (v != NULL) *ppos = pos + (Py_ssize_t)n;
+    return v;
+}
+
 /* Decode row `r` (one of the rows after OP_STRUCT) of codec `c` at *ppos: 0 on success with
    *ppos after it and its value in values[], -1 to give up. */
 static NOINLINE int decode_row(FrameCodecObject *c, const Row *r, PyObject *buf,
@@ -489,6 +517,9 @@ static NOINLINE int decode_row(FrameCodecObject *c, const Row *r, PyObject *buf,
             }
             break;
         }
+        case OP_LENENC:
+            if ((values[i] = decode_lenenc(r, data, &pos, end)) == NULL) return -1;
+            break;
         default:
             return -1;
     }
@@ -683,6 +714,26 @@ static const char *prefixed_bytes(const Row *r, PyObject *v, Py_ssize_t *n) {
     return memchr(p, 0, (size_t)*n) == NULL ? p : NULL;
 }
 
+/* Append lenenc row `r` for value `v`: NULL (0xfb) for None when the row is nullable, else
+   the length in its shortest form and the bytes. 0, or -1 to give up. */
+static int encode_lenenc(const Row *r, PyObject *v, Out *o) {
+    if (v == Py_None && r->flags & F_NULLABLE) return out_write(o, "\xfb", 1);
+    Py_ssize_t len;
+    const char *p = prefixed_bytes(r, v, &len);
+    if (p == NULL || out_reserve(o, 9) < 0) return -1;
+    unsigned char *q = (unsigned char *)o->data + o->len;
+    unsigned long long n = (unsigned long long)len;
+    int width = n < 0xfb ? 0 : n < 0x10000 ? 2 : n < 0x1000000 ? 3 : 8;
+    if (width == 0) {
+        q[0] = (unsigned char)n;
+    } else {
+        q[0] = (unsigned char)(width == 2 ? 0xfc : width == 3 ? 0xfd : 0xfe);
+        write_uint(q + 1, n, width, 0);
+    }
+    o->len += 1 + width;
+    return out_write(o, p, len);
+}
+
 /* Append row `r` (one of the rows after OP_STRUCT) of codec `c` for `obj`: 0, or -1 to give
    up. counts[] holds what each count_of row wrote. */
 static NOINLINE int encode_row(FrameCodecObject *c, const Row *r, PyObject *obj, Out *o,
@@ -779,6 +830,9 @@ static NOINLINE int encode_row(FrameCodecObject *c, const Row *r, PyObject *obj,
             if (PyList_GET_SIZE(v) != counts[r->index]) return -1;
             break;
         }
+        case OP_LENENC:
+            if (encode_lenenc(r, slot(obj, r->offset), o) < 0) return -1;
+            break;
         default:
             return -1;
     }
@@ -1209,13 +1263,14 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
     if (r->op <= 0 || r->op >= OP_END) return bad_row(i, "unknown operation");
     int has_int = r->op <= OP_CHECKSUM || r->op == OP_SWITCH_KEY || r->op == OP_DEFAULT
                   || r->op == OP_COUNT_OF || r->op == OP_CONDITION || (r->op == OP_PREFIXED && !(r->flags & F_VARINT));
-    if (has_int && r->width != 1 && r->width != 2 && r->width != 4 && r->width != 8)
-        return bad_row(i, "integer width must be 1, 2, 4 or 8");
+    if (has_int && r->width != 1 && r->width != 2 && r->width != 3 && r->width != 4
+            && r->width != 8)
+        return bad_row(i, "integer width must be 1, 2, 3, 4 or 8");
     int stored = r->op == OP_INT || r->op == OP_PROTO || r->op == OP_BYTES
                  || r->op == OP_STRUCT || r->op == OP_UUID || r->op == OP_SWITCH
                  || r->op == OP_STRUCT_RUN || r->op == OP_PREFIXED || r->op == OP_DEFAULT
                  || r->op == OP_VARINT || r->op == OP_BOOL || r->op == OP_STRUCT_ARRAY
-                 || r->op == OP_CONDITION;
+                 || r->op == OP_CONDITION || r->op == OP_LENENC;
     if (stored != (r->offset >= 0)) return bad_row(i, "stored fields, and only they, need a slot");
     if (r->op == OP_SIZE) {
         if (r->index <= i || r->index >= self->nrows) return bad_row(i, "size of a later row");
@@ -1265,6 +1320,7 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
                                      || self->rows[r->index].op != OP_COUNT_OF))
         return bad_row(i, "a struct_array needs its count_of row before it");
     if (r->op == OP_PREFIXED && r->number > TEXT_MUTF8) return bad_row(i, "unknown text kind");
+    if (r->op == OP_LENENC && r->number > TEXT_UTF8) return bad_row(i, "unknown text kind");
     if (r->op == OP_PREFIXED && r->obj != NULL && !PyUnicode_CheckExact(r->obj)
             && !PyBytes_CheckExact(r->obj))
         return bad_row(i, "a prefixed default is str or bytes");
@@ -1290,9 +1346,9 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
             return bad_row(i, "needs the nested struct's codec");
         if (r->index < PRESENT_ALWAYS || r->index > PRESENT_PEEK)
             return bad_row(i, "unknown presence");
-        if (r->index == PRESENT_PEEK && r->width != 1 && r->width != 2 && r->width != 4
-                && r->width != 8)
-            return bad_row(i, "peek width must be 1, 2, 4 or 8");
+        if (r->index == PRESENT_PEEK && r->width != 1 && r->width != 2 && r->width != 3
+                && r->width != 4 && r->width != 8)
+            return bad_row(i, "peek width must be 1, 2, 3, 4 or 8");
     }
     return 0;
 }

@@ -61,7 +61,8 @@ enum { /* FRAME_OPS */
     OP_COUNT_OF = 18,
     OP_STRUCT_ARRAY = 19,
     OP_CONDITION = 20,
-    OP_END = 21,
+    OP_LENENC = 21,
+    OP_END = 22,
 };
 
 enum { /* FRAME_PRESENCE */
@@ -142,6 +143,7 @@ static const VocabularyWord VOCABULARY_WORDS[] = {
     {"FRAME_OPS", "count_of", OP_COUNT_OF},
     {"FRAME_OPS", "struct_array", OP_STRUCT_ARRAY},
     {"FRAME_OPS", "condition", OP_CONDITION},
+    {"FRAME_OPS", "lenenc", OP_LENENC},
     {"FRAME_PRESENCE", "always", PRESENT_ALWAYS},
     {"FRAME_PRESENCE", "remaining", PRESENT_REMAINING},
     {"FRAME_PRESENCE", "peek", PRESENT_PEEK},

@@ -72,6 +72,8 @@ if _framecodec is not None:
 #                   extra says
 #   op "condition": an integer of int_type there when ref, a program of (vocabulary.EXPR_OPS
 #                   word, argument) steps ("field" naming an earlier row), gives true
+#   op "lenenc":    bytes or text ("bytes", "utf8" as ref says) after a length-encoded integer;
+#                   extra True when 0xfb (NULL) stands for None
 #   op "skip_trailing": the last row (its name is None): bytes after the last field are skipped
 #   "signed_size", "size_of_other" and "signed_bytes" are "size" and "bytes" rows
 #   (vocabulary.FRAME_ALIASES).
@@ -82,12 +84,12 @@ FrameLayout: TypeAlias = tuple[type, bool, tuple[FrameRow, ...]]
 _OPS = vocabulary.OPS
 _STORED = {"int", "proto", vocabulary.ENVELOPE, "bytes", "struct", "uuid", "switch",
            "struct_run", "prefixed", "default", "varint", "bool", "struct_array",
-           "condition"}
+           "condition", "lenenc"}
 _TEXT_KINDS = {"bytes": 0, "utf8": 1, "mutf8": 2}
 _PRESENCE = {None: vocabulary.PRESENCE["always"], "remaining": vocabulary.PRESENCE["remaining"]}
 _PEEK = vocabulary.PRESENCE["peek"]
-_SIGNED, _BIG, _VARINT = 1, 2, 4
-_INT_TYPE = re.compile(r"([ui])(8|16|32|64)(be|le)?")
+_SIGNED, _BIG, _VARINT, _NULLABLE = 1, 2, 4, 8
+_INT_TYPE = re.compile(r"([ui])(8|16|24|32|64)(be|le)?")
 _CHECKSUMS = {"crc32c": checksums.crc32c, "crc32": checksums.crc32}
 _METHODS = ("encode", "decode", "decode_from")
 
@@ -179,6 +181,8 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any]) -> tuple[tuple[
             at = index[ref]
         elif op == "struct_array":
             obj, at = codecs[ref], index[extra]
+        elif op == "lenenc":
+            number, flags = _TEXT_KINDS[ref], _NULLABLE if extra else 0
         elif op == "condition":
             obj = tuple((vocabulary.EXPR[word], index[arg] if word == "field" else arg or 0)
                         for word, arg in ref)

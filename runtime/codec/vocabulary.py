@@ -66,9 +66,12 @@ MAP_KEY_KINDS: Final = (
 #   count_of   the number of items of a later struct_array row (on encode, its length)
 #   struct_array  as many nested structs as its count_of row says (a list)
 #   condition  a stored integer there when its program (EXPR_OPS) gives true, else None
+#   lenenc     bytes or UTF-8 text after a MySQL length-encoded integer (shortest form written,
+#              any form read); when nullable, 0xfb stands for None
 FRAME_OPS: Final = ("int", "const", "size", "size_rest", "checksum", "proto", "bytes", "struct",
                     "uuid", "switch", "switch_key", "struct_run", "prefixed", "default",
-                    "skip_trailing", "varint", "bool", "count_of", "struct_array", "condition")
+                    "skip_trailing", "varint", "bool", "count_of", "struct_array", "condition",
+                    "lenenc")
 # The steps of a condition row's program (generator/compiled_exprs.py), evaluated on a stack of
 # 64-bit integers: "field" pushes an earlier row's integer, "const" a constant; "not" and
 # "neg" take one value, the others two (and/or by truth; the comparisons give 0 or 1).
@@ -88,9 +91,9 @@ FRAME_ALIASES: Final = MappingProxyType({
     "prefixed_default": "prefixed",
 })
 FRAME_PRESENCE: Final = ("always", "remaining", "peek")
-# The integer widths, in bytes, the frame codec reads and writes; a struct with an integer of
-# another width (a 3-byte u24) stays on the Python codec.
-FRAME_INT_WIDTHS: Final = (1, 2, 4, 8)
+# The integer widths, in bytes, the frame codec reads and writes (3: u24/i24, MariaDB's packet
+# length); a struct with an integer of another width stays on the Python codec.
+FRAME_INT_WIDTHS: Final = (1, 2, 3, 4, 8)
 # The most rows a frame struct's table may have: the compiled codec keeps a struct's sizes and
 # values in arrays of this length on the C stack. The generator leaves a longer struct to the
 # Python methods. The C header defines it as FRAME_MAX_ROWS, and ``_framecodec`` exports the

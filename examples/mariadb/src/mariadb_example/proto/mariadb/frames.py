@@ -1492,4 +1492,12 @@ install_frame_layouts((
     (ComQuit, False, (
         ("const", "command", "u8", 0x1, None),
     )),
+    (Value, False, (
+        ("lenenc", "value", None, "bytes", True),
+    )),
+    (Packet, False, (
+        ("size", "length", "u24le", "payload", None),
+        ("int", "sequence_id", "u8", None, None),
+        ("bytes", "payload", None, "length", None),
+    )),
 ))

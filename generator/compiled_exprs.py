@@ -7,9 +7,9 @@ shift): where it evaluates, the value is Python's. ``and``, ``or`` and ``not`` a
 their truth only, which is all a condition asks of them; both sides of ``and`` and ``or`` are
 evaluated, which a program without side effects may do. ``x in (a, b)`` is ``x == a or
 x == b``, and ``a < b < c`` is ``a < b and b < c``. An expression with anything else (a
-parameter, ``len``, a string, a presence test, ``if``/``else``) has no program and stays with
-the Python codec; which names a program may read is the plan's business
-(``layout_plan.c_links_hold``).
+parameter, ``len``, a string, ``if``/``else``) has no program and stays with the Python
+codec. ``has(x)`` is a step of its own, ``has``; which names a program may read, and which of
+them ``has`` may test, is the plan's business (``layout_plan.c_links_hold``).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def depth(steps: tuple[Step, ...]) -> int:
     """The most values ``steps`` hold on the stack at once."""
     now = most = 0
     for word, _ in steps:
-        now += 1 if word in ("field", "const") else 0 if word in ("not", "neg") else -1
+        now += 1 if word in ("field", "const", "has") else 0 if word in ("not", "neg") else -1
         most = max(most, now)
     return most
 
@@ -65,6 +65,13 @@ def _lower(node: ast.expr) -> list[Step]:
     match node:
         case ast.Name(id=name) if name != "len" and not name.startswith("_"):
             return [("field", name)]
+        # has(x), as the expression parser spells it: x is not None.
+        case ast.Compare(left=ast.Name(id=name), ops=[ast.IsNot()],
+                         comparators=[ast.Constant(value=None)]):
+            return [("has", name)]
+        case ast.Compare(left=ast.Name(id=name), ops=[ast.Is()],
+                         comparators=[ast.Constant(value=None)]):
+            return [("has", name), ("not", None)]
         case ast.Constant():
             return [("const", _const(node))]
         case ast.UnaryOp(op=ast.Not(), operand=operand):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from protoframe.generator.codewriter import q
+from protoframe.generator.codewriter import bytes_literal, q
 from protoframe.generator.compiled_exprs import program
 from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.expr import Expr
@@ -25,9 +25,11 @@ from protoframe.generator.layout_ops import (
     Computed,
     Condition,
     Const,
+    ConstBytes,
     Default,
     Envelope,
     FieldOp,
+    FixedLength,
     IfPeek,
     IfRemaining,
     Nested,
@@ -129,6 +131,21 @@ def _more_rows(op: FieldOp, head: str) -> str | None:
                 op.word == "lenenc"):
             kind = inner.encoding if isinstance(inner, String) else "bytes"
             return f"{head}, None, {q(kind)}, {r.nullable})"
+        case ConstBytes(wire=wire) | FixedLength(inner=ConstBytes(wire=wire)) if (
+                op.word == "const_bytes"):
+            return f"{head}, None, {bytes_literal(wire)}, None)"
+        case FixedLength(inner=BytesOther() | String() as inner, length=length) if (
+                op.word == "fixed"):
+            kind = inner.encoding if isinstance(inner, String) else "bytes"
+            return f"{head}, None, {q(kind)}, {length})"
+        case Condition(inner=Array(element=Nested(plan=plan)), expr=expr) if (
+                op.word == "struct_run_when"):
+            steps = program(expr) or ()
+            text = ", ".join(f"({q(word)}, {q(arg) if isinstance(arg, str) else arg})"
+                             for word, arg in steps)
+            return f"{head}, None, {plan.name}, ({text}{',' if len(steps) == 1 else ''}))"
+        case String() if op.word == "text_rest":
+            return f"{head}, None, None, None)"
         case Default(inner=ReadInt(int_type=t)) if isinstance(op.field.default, int):
             return f"{head}, {q(t.name)}, {op.field.default}, None)"
     return None

@@ -62,7 +62,11 @@ enum { /* FRAME_OPS */
     OP_STRUCT_ARRAY = 19,
     OP_CONDITION = 20,
     OP_LENENC = 21,
-    OP_END = 22,
+    OP_CONST_BYTES = 22,
+    OP_FIXED = 23,
+    OP_TEXT_REST = 24,
+    OP_STRUCT_RUN_WHEN = 25,
+    OP_END = 26,
 };
 
 enum { /* FRAME_PRESENCE */
@@ -91,7 +95,8 @@ enum { /* EXPR_OPS */
     X_LE = 17,
     X_GT = 18,
     X_GE = 19,
-    X_END = 20,
+    X_HAS = 20,
+    X_END = 21,
 };
 
 /* (vocabulary, name, number) for each word; ended by a NULL vocabulary. */
@@ -144,6 +149,10 @@ static const VocabularyWord VOCABULARY_WORDS[] = {
     {"FRAME_OPS", "struct_array", OP_STRUCT_ARRAY},
     {"FRAME_OPS", "condition", OP_CONDITION},
     {"FRAME_OPS", "lenenc", OP_LENENC},
+    {"FRAME_OPS", "const_bytes", OP_CONST_BYTES},
+    {"FRAME_OPS", "fixed", OP_FIXED},
+    {"FRAME_OPS", "text_rest", OP_TEXT_REST},
+    {"FRAME_OPS", "struct_run_when", OP_STRUCT_RUN_WHEN},
     {"FRAME_PRESENCE", "always", PRESENT_ALWAYS},
     {"FRAME_PRESENCE", "remaining", PRESENT_REMAINING},
     {"FRAME_PRESENCE", "peek", PRESENT_PEEK},
@@ -166,6 +175,7 @@ static const VocabularyWord VOCABULARY_WORDS[] = {
     {"EXPR_OPS", "le", X_LE},
     {"EXPR_OPS", "gt", X_GT},
     {"EXPR_OPS", "ge", X_GE},
+    {"EXPR_OPS", "has", X_HAS},
     {NULL, NULL, 0},
 };
 

@@ -74,6 +74,11 @@ if _framecodec is not None:
 #                   word, argument) steps ("field" naming an earlier row), gives true
 #   op "lenenc":    bytes or text ("bytes", "utf8" as ref says) after a length-encoded integer;
 #                   extra True when 0xfb (NULL) stands for None
+#   op "const_bytes": constant bytes, ref the wire form; not stored
+#   op "fixed":     bytes or text ("bytes", "utf8" as ref says) of extra bytes
+#   op "text_rest": UTF-8 text to the end of the region
+#   op "struct_run_when": a struct_run (ref the nested class) there when extra, a program as
+#                   a condition row's ("has" naming an earlier optional struct row), gives true
 #   op "skip_trailing": the last row (its name is None): bytes after the last field are skipped
 #   "signed_size", "size_of_other" and "signed_bytes" are "size" and "bytes" rows
 #   (vocabulary.FRAME_ALIASES).
@@ -84,7 +89,7 @@ FrameLayout: TypeAlias = tuple[type, bool, tuple[FrameRow, ...]]
 _OPS = vocabulary.OPS
 _STORED = {"int", "proto", vocabulary.ENVELOPE, "bytes", "struct", "uuid", "switch",
            "struct_run", "prefixed", "default", "varint", "bool", "struct_array",
-           "condition", "lenenc"}
+           "condition", "lenenc", "fixed", "text_rest", "struct_run_when"}
 _TEXT_KINDS = {"bytes": 0, "utf8": 1, "mutf8": 2}
 _PRESENCE = {None: vocabulary.PRESENCE["always"], "remaining": vocabulary.PRESENCE["remaining"]}
 _PEEK = vocabulary.PRESENCE["peek"]
@@ -183,11 +188,25 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any]) -> tuple[tuple[
             obj, at = codecs[ref], index[extra]
         elif op == "lenenc":
             number, flags = _TEXT_KINDS[ref], _NULLABLE if extra else 0
+        elif op == "const_bytes":
+            obj = ref
+        elif op == "fixed":
+            number, at = _TEXT_KINDS[ref], extra
+        elif op == "text_rest":
+            number = _TEXT_KINDS["utf8"]
         elif op == "condition":
-            obj = tuple((vocabulary.EXPR[word], index[arg] if word == "field" else arg or 0)
-                        for word, arg in ref)
+            obj = _program(ref, index)
+        elif op == "struct_run_when":
+            obj, attr = codecs[ref], _program(extra, index)
         out.append((_OPS[op], slot, width, flags, at, number, obj, attr, body, present))
     return tuple(out)
+
+
+def _program(steps: tuple[tuple[str, Any], ...], index: dict[str | None, int]
+             ) -> tuple[tuple[int, int], ...]:
+    """A condition's program as the extension takes it: the rows it names as their indexes."""
+    return tuple((vocabulary.EXPR[word], index[arg] if word in ("field", "has") else arg or 0)
+                 for word, arg in steps)
 
 
 def _int_type(name: str) -> tuple[int, int]:

@@ -68,15 +68,21 @@ MAP_KEY_KINDS: Final = (
 #   condition  a stored integer there when its program (EXPR_OPS) gives true, else None
 #   lenenc     bytes or UTF-8 text after a MySQL length-encoded integer (shortest form written,
 #              any form read); when nullable, 0xfb stands for None
+#   const_bytes  constant bytes (a fixed-length or prefixed constant string): written on
+#              encode, compared on decode, not stored
+#   fixed      bytes or UTF-8 text of a fixed length
+#   text_rest  UTF-8 text to the end of the region
+#   struct_run_when  a struct_run there when its program (EXPR_OPS) gives true, else None
 FRAME_OPS: Final = ("int", "const", "size", "size_rest", "checksum", "proto", "bytes", "struct",
                     "uuid", "switch", "switch_key", "struct_run", "prefixed", "default",
                     "skip_trailing", "varint", "bool", "count_of", "struct_array", "condition",
-                    "lenenc")
+                    "lenenc", "const_bytes", "fixed", "text_rest", "struct_run_when")
 # The steps of a condition row's program (generator/compiled_exprs.py), evaluated on a stack of
 # 64-bit integers: "field" pushes an earlier row's integer, "const" a constant; "not" and
-# "neg" take one value, the others two (and/or by truth; the comparisons give 0 or 1).
+# "neg" take one value, the others two (and/or by truth; the comparisons give 0 or 1); "has"
+# pushes whether an earlier optional struct row is there (1) or None (0).
 EXPR_OPS: Final = ("field", "const", "not", "neg", "and", "or", "bitand", "bitor", "bitxor",
-                   "rshift", "lshift", "add", "sub", "eq", "ne", "lt", "le", "gt", "ge")
+                   "rshift", "lshift", "add", "sub", "eq", "ne", "lt", "le", "gt", "ge", "has")
 # The most values a program holds at once (generator/compiled_exprs.py keeps to it).
 EXPR_MAX_DEPTH: Final = 16
 # A row of the generated table only: a protobuf envelope, which the C codec takes as "proto"

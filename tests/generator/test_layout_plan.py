@@ -133,7 +133,7 @@ def test_a_checksum_not_covering_the_rest_is_verified_late_and_not_compiled(
 @pytest.mark.parametrize(("fields", "word"), [
     ("- {name: n, type: u8, count_of: xs}\n      - {name: xs, type: array, of: u8, count: n}",
      "array"),
-    ("- {name: s, type: string, size: rest}", "string"),
+    ("- {name: s, type: string, terminator: 0}", "terminated"),
     ("- {name: a, type: u8}\n      - {name: b, type: bytes, prefix: u8, when: a == 1}",
      "condition_other"),
     ("- {name: a, type: i8, size_of: rest}\n      - {name: b, type: bytes, size: rest}",
@@ -223,7 +223,7 @@ def test_a_word_in_the_vocabulary_without_a_row_is_a_generator_bug(
     p = plans(tmp_path, with_structs("""\
   Texty:
     fields:
-      - {name: s, type: string, size: rest}
+      - {name: s, type: string, size: rest, encoding: mutf8}
 """))
     assert isinstance(p["Texty"].ops[0], String) and not p["Texty"].compiled
     monkeypatch.setattr(vocabulary, "FRAME_OPS", (*vocabulary.FRAME_OPS, "string"))

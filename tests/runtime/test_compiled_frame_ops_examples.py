@@ -1,8 +1,10 @@
 """The operations the example protocols' frames brought to the compiled frame codec (issue #21's
 MariaDB, AMQP and WebSocket rows), against the Python methods.
 
-Three-byte integers (``u24``/``i24``: MariaDB's packet length) and bytes or text after a MySQL
-length-encoded integer (``prefix: lenenc``, nullable or not: a row's values). Each is checked
+Three-byte integers (``u24``/``i24``: MariaDB's packet length), bytes or text after a MySQL
+length-encoded integer (``prefix: lenenc``, nullable or not: a row's values), constant bytes and
+strings, bytes and text of a fixed length, and text to the end of the region (MariaDB's
+ErrPacket and COM_QUERY, AMQP's protocol header). Each is checked
 as ``test_compiled_frame_ops.py`` checks its rows: the same bytes, the same values and the
 same errors with both codecs, on random values, odd values, every truncation, random damage
 and hand-made edge cases; well-formed frames never reach the Python methods. A one-file spec
@@ -27,7 +29,9 @@ from protoframe.runtime.codec import compiled, compiled_frames
 from tests.support.examples import scaled
 from tests.support.generate import generate_text
 
-mariadb: Any = sys.modules["mariadb_example.proto.mariadb.frames"]  # bench.frames_examples's
+# The examples' packages, as bench.frames_examples imports them.
+mariadb: Any = sys.modules["mariadb_example.proto.mariadb.frames"]
+amqp: Any = sys.modules["amqp_client.proto.amqp.frames"]
 
 pytestmark = pytest.mark.skipif(
     not compiled_frames.available(),
@@ -62,6 +66,25 @@ structs:
     doc: One nullable value.
     fields:
       - {name: value, type: bytes, prefix: lenenc, nullable: true}
+  Result:
+    doc: A row, unless a peeked end or error comes first (has() in a condition).
+    fields:
+      - {name: end, type: struct, struct: Ints, when_peek: {type: u8, equals: 0xfe}}
+      - {name: error, type: struct, struct: Fixed, when_peek: {type: u8, equals: 0x23}}
+      - {name: flag, type: u8, when: "has(end) or not has(error)"}
+      - name: values
+        type: array
+        of: Cell
+        until_end: true
+        when: "not has(end) and not has(error)"
+  Fixed:
+    doc: Constant strings and bytes, text and bytes of a fixed length, text to the end.
+    fields:
+      - {name: marker, type: string, const: "#"}
+      - {name: magic, type: bytes, const: "0x0009"}
+      - {name: state, type: string, length: 5}
+      - {name: code, type: bytes, length: 3}
+      - {name: message, type: string, size: rest}
 frame:
   name: Packet
   doc: A kind, a sequence number, a u24 size and the body the kind chooses.
@@ -76,6 +99,8 @@ frame:
         1: Ints
         2: Strings
         3: Row
+        4: Fixed
+        5: Result
 """
 
 
@@ -108,9 +133,11 @@ def _same_decodes(cls: type, data: bytes) -> str:
 
 
 def test_the_new_operations_are_compiled(m: ModuleType) -> None:
-    for name in ("Packet", "Ints", "Strings", "Row", "Cell"):
+    for name in ("Packet", "Ints", "Strings", "Row", "Cell", "Fixed", "Result"):
         assert compiled.is_compiled(getattr(m, name)), name
-    assert compiled.is_compiled(mariadb.Packet) and compiled.is_compiled(mariadb.Value)
+    for cls in (mariadb.Packet, mariadb.Value, mariadb.ErrPacket, mariadb.ComQuery,
+                mariadb.RowPacket, amqp.ProtocolHeader):
+        assert compiled.is_compiled(cls), cls
 
 
 # --- random values ------------------------------------------------------------------------------
@@ -123,9 +150,25 @@ _blob = st.binary(max_size=20) | st.sampled_from([250, 251, 252, 0xFFFF, 0x10000
     lambda n: b"\x07" * n)
 
 
+def _result(m: ModuleType, which: str, flag: int, values: list[bytes | None]) -> Any:
+    """A Result that is an end, an error or a row, each field set as its condition says."""
+    end = m.Ints(a=0xFE, b=1, c=2, d=3, name="") if which == "end" else None
+    error = m.Fixed(state="HY000", code=b"abc", message="e") if which == "error" else None
+    return m.Result(end=end, error=error, flag=None if which == "error" else flag,
+                    values=[m.Cell(value=v) for v in values] if which == "row" else None)
+
+
 @st.composite
 def _bodies(draw: st.DrawFn, m: ModuleType) -> Any:
-    kind = draw(st.sampled_from(["ints", "strings", "row"]))
+    kind = draw(st.sampled_from(["ints", "strings", "row", "fixed", "result"]))
+    if kind == "result":
+        return _result(m, draw(st.sampled_from(["end", "error", "row"])),
+                       draw(st.integers(0, 255)),
+                       draw(st.lists(st.none() | st.binary(max_size=9), max_size=4)))
+    if kind == "fixed":
+        return m.Fixed(state=draw(st.text(st.characters(max_codepoint=0x7F), min_size=5,
+                                          max_size=5) | st.sampled_from(["é" * 2 + "x", "ab"])),
+                       code=draw(st.binary(min_size=2, max_size=4)), message=draw(_text))
     if kind == "ints":
         return m.Ints(a=draw(st.integers(0, 2**24 - 1)), b=draw(st.integers(-2**23, 2**23 - 1)),
                       c=draw(st.integers(0, 255)), d=draw(st.integers(-2**23, 2**23 - 1)),
@@ -178,11 +221,25 @@ def _samples(m: ModuleType) -> list[tuple[Any, bytes]]:
     bodies = [m.Ints(a=0xABCDEF, b=-5, c=1, d=-2**23, name="n"),
               m.Strings(blob=b"x" * 300, text="héllo", maybe=None, maybe_text="t"),
               m.Strings(blob=b"", text="", maybe=b"m", maybe_text=None),
-              m.Row(values=[m.Cell(value=b"4242"), m.Cell(value=None), m.Cell(value=b"")])]
+              m.Row(values=[m.Cell(value=b"4242"), m.Cell(value=None), m.Cell(value=b"")]),
+              m.Fixed(state="HY000", code=b"abc", message="no such table: é"),
+              _result(m, "end", 1, []), _result(m, "error", 0, []),
+              _result(m, "row", 7, [b"a", None, b""]), _result(m, "row", 0, [])]
     out = [(m.Packet, m.Packet(seq=7, body=b).encode()) for b in bodies]
     out += [(m.Strings, bodies[1].encode()), (m.Cell, m.Cell(value=b"abc").encode())]
     out += [(mariadb.Packet, frames_examples.mariadb_ours_encode()),
-            (mariadb.Value, mariadb.Value(value=b"y" * 260).encode())]
+            (mariadb.Value, mariadb.Value(value=b"y" * 260).encode()),
+            (mariadb.ErrPacket, mariadb.ErrPacket(error_code=1146, sql_state="42S02",
+                                                  error_message="Table 't' doesn't exist")
+             .encode()),
+            (mariadb.ComQuery, mariadb.ComQuery(query="SELECT 1").encode()),
+            (amqp.ProtocolHeader, amqp.ProtocolHeader().encode()),
+            (mariadb.RowPacket, mariadb.RowPacket(values=[
+                mariadb.Value(value=b"1"), mariadb.Value(value=None)]).encode()),
+            (mariadb.RowPacket, mariadb.RowPacket(end=mariadb.EofPacket(
+                warnings=0, status_flags=2)).encode()),
+            (mariadb.RowPacket, mariadb.RowPacket(error=mariadb.ErrPacket(
+                error_code=1, sql_state="HY000", error_message="x")).encode())]
     return out
 
 
@@ -248,7 +305,41 @@ def test_u24_edges_match(m: ModuleType) -> None:
         _same_decodes(m.Packet, b"\x01\x00" + size.to_bytes(3, "little") + bytes(7))
 
 
+@pytest.mark.parametrize("text", [b"\xff", b"\xc3", b"\xed\xa0\x80", b"ok\x00", b"\xe2\x82"])
+def test_bad_fixed_and_trailing_text_matches(m: ModuleType, text: bytes) -> None:
+    head = b"#\x00\x09"
+    for body in (head + (text + b"xxxxx")[:5] + b"abc", head + b"HY000abc" + text,
+                 b"!" + head[1:] + b"HY000abc", b"#\x00\x08HY000abc", head + b"HY0"):
+        _same_decodes(m.Fixed, body)
+        _same_decodes(m.Packet, b"\x04\x00" + struct.pack("<I", len(body))[:3] + body)
+    _same_decodes(mariadb.ComQuery, b"\x03" + text)
+    _same_decodes(mariadb.ErrPacket, b"\xff\x01\x00#" + (text + b"xxxxx")[:5] + text)
+    _same_decodes(amqp.ProtocolHeader, b"AMQP\x00\x00\x09" + text[:1])
+
+
 # --- odd values on encode -----------------------------------------------------------------------
+
+
+def test_conditions_with_has_encode_as_the_python_codec_does(m: ModuleType) -> None:
+    """Every mix of end, error, flag and values, the ones the conditions allow and the rest."""
+    end = m.Ints(a=0xFE, b=1, c=2, d=3, name="")
+    error = m.Fixed(state="HY000", code=b"abc", message="e")
+    kinds = set()
+    for e in (None, end):
+        for r in (None, error):
+            for flag in (None, 5, "x"):
+                for values in (None, [], [m.Cell(value=b"v")], (m.Cell(value=None),)):
+                    value = m.Result(end=e, error=r, flag=flag, values=values)
+                    kind, _ = _same(value.encode)
+                    kinds.add(kind)
+                    if kind == "value":
+                        _same_decodes(m.Result, value.encode())
+    assert kinds == {"value", "raised"}
+    for e, r, values in ((None, None, None), (end, None, []), (None, error, [])):
+        _same(mariadb.RowPacket(end=e and mariadb.EofPacket(warnings=0, status_flags=0),
+                                error=r and mariadb.ErrPacket(error_code=1, sql_state="HY000",
+                                                              error_message=""),
+                                values=values).encode)
 
 
 def test_odd_values_encode_as_the_python_codec_does(m: ModuleType) -> None:
@@ -269,6 +360,18 @@ def test_odd_values_encode_as_the_python_codec_does(m: ModuleType) -> None:
         strings = m.Strings(**{**good, **change})
         _same(strings.encode)
         _same(m.Packet(seq=0, body=strings).encode)
+    fixed: dict[str, Any] = {"state": "HY000", "code": b"abc", "message": "m"}
+    odd_fixed: list[dict[str, Any]] = [
+        {"state": "HY00"}, {"state": "HY0000"}, {"state": "é" * 3}, {"state": "éé"},
+        {"state": b"HY000"}, {"state": None}, {"state": "\ud800" * 5}, {"code": b"ab"},
+        {"code": bytearray(b"abc")}, {"code": "abc"}, {"message": None}, {"message": b"m"},
+        {"message": "\udc80"}, {"message": "x" * 70000}]
+    for change in odd_fixed:
+        value = m.Fixed(**{**fixed, **change})
+        _same(value.encode)
+        _same(m.Packet(seq=0, body=value).encode)
+    for query in ("", "SELECT 'é'", None, b"SELECT", "\ud800"):
+        _same(mariadb.ComQuery(query=query).encode)
     for values in ([m.Cell(value=b"a"), "x"], (m.Cell(value=None),),
                    [m.Ints(a=0, b=0, c=0, d=0, name="")]):
         _same(m.Row(values=values).encode)
@@ -343,3 +446,13 @@ def test_rows_the_codec_cannot_follow_are_refused() -> None:
     with pytest.raises(ValueError, match="width"):
         codec((ops["int"], "key", 5, 0, -1, 0, None, None, None, None))
     codec((ops["int"], "key", 3, 0, -1, 0, None, None, None, None))  # u24 is taken
+    with pytest.raises(ValueError, match="its bytes"):
+        codec((ops["const_bytes"], None, 0, 0, -1, 0, "#", None, None, None))
+    with pytest.raises(ValueError, match="its length"):
+        codec((ops["fixed"], "key", 0, 0, -1, 1, None, None, None, None))
+    with pytest.raises(ValueError, match="text kind"):
+        codec((ops["text_rest"], "key", 0, 0, -1, 2, None, None, None, None))
+    has, no = vocabulary.EXPR["has"], vocabulary.EXPR["not"]
+    with pytest.raises(ValueError, match="optional struct rows"):  # has() of an int row
+        codec((ops["int"], "key", 1, 0, -1, 0, None, None, None, None),
+              (ops["condition"], "key", 1, 0, -1, 0, ((has, 0), (no, 0)), None, None, None))

@@ -10,7 +10,8 @@ x == b``, and ``a < b < c`` is ``a < b and b < c``. An expression with anything 
 parameter, ``len``, a string, a presence test, ``if``/``else``) has no program and stays with
 the Python codec (an integer attribute of an earlier field's message, ``header.status``, has
 one for the rows that ask for it); which names a program may read is the plan's business
-(``layout_plan.c_links_hold``).
+(``layout_plan.c_links_hold``). ``has(x)`` (``x is not None``) is a step of its own,
+``has``, outside the extended programs; which names ``has`` may test is the plan's business too.
 
 ``program(expr, extended=True)`` lowers for the rows TANK brought (guards, values, derived
 fields, arguments), which give values and not only truths: ``and``/``or`` are ``andv``/``orv``
@@ -72,7 +73,7 @@ def depth(steps: tuple[Step, ...], start: int = 0) -> int:
 
 
 # How many values a step adds to the stack (the binary operators, not listed, take one away).
-_EFFECT = {"field": 1, "const": 1, "attr": 1, "len": 1, "param": 1, "index": 1, "not": 0,
+_EFFECT = {"field": 1, "const": 1, "attr": 1, "len": 1, "has": 1, "param": 1, "index": 1, "not": 0,
            "neg": 0, "select": -2}
 
 
@@ -97,6 +98,13 @@ class _Lowering:
                 return [("index", None)]
             case ast.Name(id=name) if name != "len" and not name.startswith("_"):
                 return [("field", name)]
+            # has(x), as the expression parser spells it: x is not None.
+            case ast.Compare(left=ast.Name(id=name), ops=[ast.IsNot()],
+                             comparators=[ast.Constant(value=None)]) if not self.extended:
+                return [("has", name)]
+            case ast.Compare(left=ast.Name(id=name), ops=[ast.Is()],
+                             comparators=[ast.Constant(value=None)]) if not self.extended:
+                return [("has", name), ("not", None)]
             case ast.Attribute(value=ast.Name(id=name), attr=attr) if (
                     self.attributes and name != "len" and not name.startswith("_")
                     and not attr.startswith("_")):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from protoframe.generator.codewriter import q
+from protoframe.generator.codewriter import bytes_literal, q
 from protoframe.generator.compiled_exprs import guard_program, program
 from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.expr import Expr
@@ -28,9 +28,11 @@ from protoframe.generator.layout_ops import (
     Computed,
     Condition,
     Const,
+    ConstBytes,
     Default,
     Envelope,
     FieldOp,
+    FixedLength,
     IfPeek,
     IfRemaining,
     KindOp,
@@ -137,6 +139,25 @@ def _more_rows(op: FieldOp, head: str, ref: Callable[[MessageType], str]) -> str
         case Array(element=Nested(plan=plan), count=Expr(text=count)) if (
                 op.word == "struct_array"):
             return f"{head}, None, {plan.name}, {q(count.strip())})"
+        case Prefix(inner=BytesOther(region=r) | String(region=r) as inner) if (
+                op.word == "lenenc"):
+            kind = inner.encoding if isinstance(inner, String) else "bytes"
+            return f"{head}, None, {q(kind)}, {r.nullable})"
+        case ConstBytes(wire=wire) | FixedLength(inner=ConstBytes(wire=wire)) if (
+                op.word == "const_bytes"):
+            return f"{head}, None, {bytes_literal(wire)}, None)"
+        case FixedLength(inner=BytesOther() | String() as inner, length=length) if (
+                op.word == "fixed"):
+            kind = inner.encoding if isinstance(inner, String) else "bytes"
+            return f"{head}, None, {q(kind)}, {length})"
+        case Condition(inner=Array(element=Nested(plan=plan)), expr=expr) if (
+                op.word == "struct_run_when"):
+            steps = program(expr) or ()
+            text = ", ".join(f"({q(word)}, {q(arg) if isinstance(arg, str) else arg})"
+                             for word, arg in steps)
+            return f"{head}, None, {plan.name}, ({text}{',' if len(steps) == 1 else ''}))"
+        case String() if op.word == "text_rest":
+            return f"{head}, None, None, None)"
         case Default(inner=ReadInt(int_type=t)) if isinstance(op.field.default, int):
             return f"{head}, {q(t.name)}, {op.field.default}, None)"
     return _tubemq_rows(op, head, ref)

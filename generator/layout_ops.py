@@ -407,9 +407,20 @@ class ReadFloat(FieldOp):
 
 @dataclass(frozen=True)
 class String(FieldOp):
-    word: ClassVar[str] = "string"
     encoding: str
     region: Region
+
+    @property
+    def word(self) -> str:  # type: ignore[override]
+        """``text_rest`` (in the C vocabulary) for UTF-8 text running to the end of the
+        struct's region, always there; ``string`` otherwise."""
+        f = self.field
+        r = self.region
+        if (self.encoding == "utf8" and r.size == "rest" and r.length is None
+                and r.prefix is None and unconditional(f) and f.compression is None
+                and f.const is None and f.value is None):
+            return "text_rest"
+        return "string"
 
 
 def unconditional(f: FrameField) -> bool:
@@ -444,6 +455,15 @@ class Array(FieldOp):
     max_items: int | None = None
 
     @property
+    def runs_to_end(self) -> bool:
+        """Whether this is a list of compiled nested structs, always there each, read until the
+        end of the region (a ``struct_run``, when the field itself is always there)."""
+        el = self.element
+        return (not self.item_limits and self.until_end and self.count is None
+                and not self.index_used and _plain_region(self.region) and isinstance(el, Nested)
+                and isinstance(el.when, Always) and el.plan.compiled)
+
+    @property
     def item_limits(self) -> bool:
         """Whether the list has a terminator or a bound on its length."""
         return (self.terminator is not None or self.min_items is not None
@@ -459,9 +479,7 @@ class Array(FieldOp):
         if self.item_limits:
             return "array_limited"
         el = self.element
-        if (unconditional(self.field) and self.until_end and self.count is None
-                and not self.index_used and _plain_region(self.region) and isinstance(el, Nested)
-                and isinstance(el.when, Always) and el.plan.compiled):
+        if unconditional(self.field) and self.runs_to_end:
             return "struct_run"
         if (unconditional(self.field) and self.count_from_field and self.count is not None
                 and self.count.text.strip().isidentifier() and not self.until_end
@@ -627,6 +645,10 @@ class Condition(Wrap):
         if (isinstance(self.inner, ReadInt) and f.when_peek is None and not f.when_remaining
                 and not f.marker and f.default is None and program(self.expr) is not None):
             return "condition"
+        if (isinstance(self.inner, Array) and self.inner.runs_to_end and f.when_peek is None
+                and not f.when_remaining and not f.marker and f.wire
+                and program(self.expr) is not None):
+            return "struct_run_when"  # a struct_run there when the condition holds
         return _guarded_word(self)
 
 
@@ -804,6 +826,12 @@ class Prefix(Wrap):
                     r.prefix == "varint" and not r.nullable and r.length is None and r.size is None
                     and unconditional(f) and _plain_message(inner.field)):
                 return "proto_prefixed"
+            case BytesOther(region=r) | String(region=r) if (
+                    r.prefix == "lenenc" and r.length is None and r.size is None
+                    and inner.field.compression is None and unconditional(f)
+                    and f.const is None and f.value is None
+                    and (not isinstance(inner, String) or inner.encoding == "utf8")):
+                return "lenenc"
         return "prefix"
 
 
@@ -816,8 +844,23 @@ def _plain_message(f: FrameField) -> bool:
 
 @dataclass(frozen=True)
 class FixedLength(Wrap):
-    word: ClassVar[str] = "fixed_length"
     length: int
+
+    @property
+    def word(self) -> str:  # type: ignore[override]
+        """``const_bytes`` (in the C vocabulary) for a constant of fixed length, ``fixed`` for
+        bytes or UTF-8 text of a fixed length, always there; ``fixed_length`` otherwise."""
+        inner = self.inner
+        f = self.field
+        if isinstance(inner, ConstBytes):
+            return inner.word
+        if (isinstance(inner, BytesOther | String) and unconditional(f)
+                and f.compression is None and f.const is None and f.value is None
+                and inner.region.length == self.length and inner.region.size is None
+                and inner.region.prefix is None
+                and (not isinstance(inner, String) or inner.encoding == "utf8")):
+            return "fixed"
+        return "fixed_length"
 
 
 @dataclass(frozen=True)

@@ -216,6 +216,12 @@ _SWITCH_WORDS = frozenset({"switch", "directional_switch"})
 _INT_WORDS = frozenset({"int", "varint", "bool"})
 
 
+def _optional_struct(op: AnyFieldOp) -> bool:
+    """Whether ``op`` is a compiled nested struct row that may be None (peeked, or there when
+    bytes remain)."""
+    return isinstance(op, Nested) and op.word == "struct" and not isinstance(op.when, Always)
+
+
 def c_links_hold(ops: tuple[AnyFieldOp, ...]) -> bool:
     """Whether the rows the compiled codec links are where its tables need them: a size before
     the field it measures (a switch right after its size), and a switch's key before it."""
@@ -241,11 +247,16 @@ def c_links_hold(ops: tuple[AnyFieldOp, ...]) -> bool:
             key = at.get(op.key, -1)
             if not 0 <= key < i or ops[key].word != "switch_key":
                 return False
-        if isinstance(op, Condition) and op.word == "condition":
+        if isinstance(op, Condition) and op.word in ("condition", "struct_run_when"):
             steps = program(op.expr) or ()
             names = [str(arg) for word, arg in steps if word == "field"]
             if not all(0 <= at.get(name, -1) < i and ops[at[name]].word in _INT_WORDS
                        for name in names):
+                return False
+            # has() tests an earlier nested struct that may be left out (None).
+            tested = [str(arg) for word, arg in steps if word == "has"]
+            if not all(0 <= at.get(name, -1) < i and _optional_struct(ops[at[name]])
+                       for name in tested):
                 return False
         if isinstance(op, Condition) and op.word in ("struct_when", "proto_prefixed_when",
                                                      "int_when"):

@@ -26,6 +26,7 @@
 #define F_SIGNED 1
 #define F_BIG 2
 #define F_VARINT 4  /* a prefixed row's prefix is a varint (its width is 0) */
+#define F_NULLABLE 32  /* a lenenc row: 0xfb (NULL) stands for None */
 #define MAX_DEPTH 32
 
 typedef struct FrameCodecObject FrameCodecObject;
@@ -79,7 +80,13 @@ typedef struct {
                has none; len_width, len_flags, block_size and max_blocks the blocks'
    proto_prefixed  width and flags the prefix's (F_VARINT for a varint); obj the message class
    message_bytes  index the proto row whose message holds the size, obj the name of the
-               size's slot in that message (its offset size_offset) */
+               size's slot in that message (its offset size_offset)
+   lenenc      number TEXT_BYTES or TEXT_UTF8; flags F_NULLABLE when 0xfb stands for None
+   const_bytes obj the bytes, compared on decode and written on encode (not stored)
+   fixed       number TEXT_BYTES or TEXT_UTF8, index the length in bytes
+   text_rest   number TEXT_UTF8: text to the end of the region
+   struct_run_when  obj the nested codec, prog its condition's program (X_HAS steps read
+               earlier optional struct rows): a struct_run when it holds, else None */
 #define TEXT_BYTES 0
 #define TEXT_UTF8 1
 #define TEXT_MUTF8 2
@@ -363,6 +370,13 @@ static int condition_holds(const FrameCodecObject *c, const Row *r, PyObject *co
                 PyObject *v = values ? values[st->arg] : slot(obj, c->rows[st->arg].offset);
                 if (!operand(v, &stack[top++])) return -1;
             }
+            continue;
+        }
+        if (st->op == X_HAS) {  /* has(x) of an optional struct: whether it is not None */
+            if (top >= EXPR_MAX_DEPTH) return -1;
+            PyObject *v = values ? values[st->arg] : slot(obj, c->rows[st->arg].offset);
+            if (v == NULL) return -1;
+            stack[top++] = v != Py_None;
             continue;
         }
         if (st->op == X_NOT || st->op == X_NEG) {
@@ -787,6 +801,68 @@ static int message_bytes(FrameCodecObject *c, const Row *r, const unsigned char 
     return 0;
 }
 
+/* A lenenc row at *ppos (MySQL's length-encoded string): its value, None for NULL when the row
+   is nullable, with *ppos after it; NULL to give up. Any form of the length is read, as the
+   Python reader reads it; 0xff, a NULL where none may be, or a length past `end` give up. */
+static PyObject *decode_lenenc(const Row *r, const unsigned char *data, Py_ssize_t *ppos,
+                               Py_ssize_t end) {
+    Py_ssize_t pos = *ppos;
+    if (pos >= end) return NULL;
+    unsigned int first = data[pos++];
+    unsigned long long n = first;
+    if (first == 0xfb) {
+        if (!(r->flags & F_NULLABLE)) return NULL;
+        *ppos = pos;
+        return Py_NewRef(Py_None);
+    }
+    if (first > 0xfb) {
+        int width = first == 0xfc ? 2 : first == 0xfd ? 3 : first == 0xfe ? 8 : 0;
+        if (width == 0 || end - pos < width) return NULL;
+        n = read_uint(data + pos, width, 0);
+        pos += width;
+    }
+    if (n > (unsigned long long)(end - pos)) return NULL;
+    PyObject *v = prefixed_value(r, data + pos, (Py_ssize_t)n);
+    if (v != NULL) *ppos = pos + (Py_ssize_t)n;
+    return v;
+}
+
+/* Nested structs of row r's codec from *ppos up to `end`, as a list; NULL to give up. */
+static PyObject *decode_run(const Row *r, PyObject *buf, Py_ssize_t *ppos, Py_ssize_t end,
+                            int depth) {
+    PyObject *list = PyList_New(0);
+    if (list == NULL) return NULL;
+    while (*ppos < end) {
+        Py_ssize_t before = *ppos;
+        PyObject *item = decode_struct((FrameCodecObject *)r->obj, buf, ppos, end, depth + 1);
+        if (item == NULL || PyList_Append(list, item) < 0 || *ppos == before) {
+            Py_XDECREF(item);
+            Py_DECREF(list);
+            return NULL;
+        }
+        Py_DECREF(item);
+    }
+    return list;
+}
+
+/* A const_bytes, fixed or text_rest row at *ppos: 0 with *ppos after it (and, but for a
+   constant, its value in *value), -1 to give up (too few bytes, another constant, text that is
+   not UTF-8). */
+static int decode_fixed_row(const Row *r, const unsigned char *data, Py_ssize_t *ppos,
+                            Py_ssize_t end, PyObject **value) {
+    Py_ssize_t pos = *ppos;
+    Py_ssize_t n = r->op == OP_TEXT_REST ? end - pos
+                   : r->op == OP_FIXED ? r->index : PyBytes_GET_SIZE(r->obj);
+    if (end - pos < n) return -1;
+    if (r->op == OP_CONST_BYTES) {
+        if (memcmp(data + pos, PyBytes_AS_STRING(r->obj), (size_t)n) != 0) return -1;
+    } else if ((*value = prefixed_value(r, data + pos, n)) == NULL) {
+        return -1;
+    }
+    *ppos = pos + n;
+    return 0;
+}
+
 /* Decode row `r` (one of the rows after OP_STRUCT) of codec `c` at *ppos: 0 on success with
    *ppos after it and its value in values[], -1 to give up. */
 static NOINLINE int decode_row(FrameCodecObject *c, const Row *r, PyObject *buf,
@@ -929,6 +1005,22 @@ static NOINLINE int decode_row(FrameCodecObject *c, const Row *r, PyObject *buf,
         case OP_MESSAGE_BYTES:
             if (message_bytes(c, r, data, &pos, end, values) < 0) return -1;
             break;
+        case OP_LENENC:
+            if ((values[i] = decode_lenenc(r, data, &pos, end)) == NULL) return -1;
+            break;
+        case OP_CONST_BYTES: case OP_FIXED: case OP_TEXT_REST:
+            if (decode_fixed_row(r, data, &pos, end, &values[i]) < 0) return -1;
+            break;
+        case OP_STRUCT_RUN_WHEN: {
+            int holds = condition_holds(c, r, values, NULL);
+            if (holds < 0) return -1;
+            if (!holds) {
+                values[i] = Py_NewRef(Py_None);
+                break;
+            }
+            if ((values[i] = decode_run(r, buf, &pos, end, depth)) == NULL) return -1;
+            break;
+        }
         default:
             return -1;
     }
@@ -1279,6 +1371,26 @@ static int encode_optional_row(const Row *r, PyObject *v, Out *o) {
     return out_write(o, p, len);
 }
 
+/* Append lenenc row `r` for value `v`: NULL (0xfb) for None when the row is nullable, else
+   the length in its shortest form and the bytes. 0, or -1 to give up. */
+static int encode_lenenc(const Row *r, PyObject *v, Out *o) {
+    if (v == Py_None && r->flags & F_NULLABLE) return out_write(o, "\xfb", 1);
+    Py_ssize_t len;
+    const char *p = prefixed_bytes(r, v, &len);
+    if (p == NULL || out_reserve(o, 9) < 0) return -1;
+    unsigned char *q = (unsigned char *)o->data + o->len;
+    unsigned long long n = (unsigned long long)len;
+    int width = n < 0xfb ? 0 : n < 0x10000 ? 2 : n < 0x1000000 ? 3 : 8;
+    if (width == 0) {
+        q[0] = (unsigned char)n;
+    } else {
+        q[0] = (unsigned char)(width == 2 ? 0xfc : width == 3 ? 0xfd : 0xfe);
+        write_uint(q + 1, n, width, 0);
+    }
+    o->len += 1 + width;
+    return out_write(o, p, len);
+}
+
 /* Append row `r` (one of the rows after OP_STRUCT) of codec `c` for `obj`: 0, or -1 to give
    up. counts[] holds what each count_of row wrote. */
 static NOINLINE int encode_row(FrameCodecObject *c, const Row *r, PyObject *obj, Out *o,
@@ -1395,6 +1507,36 @@ static NOINLINE int encode_row(FrameCodecObject *c, const Row *r, PyObject *obj,
             if (v == NULL || !PyBytes_CheckExact(v)
                     || out_write(o, PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v)) < 0)
                 return -1;
+            break;
+        }
+        case OP_LENENC:
+            if (encode_lenenc(r, slot(obj, r->offset), o) < 0) return -1;
+            break;
+        case OP_CONST_BYTES:
+            if (out_write(o, PyBytes_AS_STRING(r->obj), PyBytes_GET_SIZE(r->obj)) < 0) return -1;
+            break;
+        case OP_STRUCT_RUN_WHEN: {
+            int holds = condition_holds(c, r, NULL, obj);
+            PyObject *v = slot(obj, r->offset);
+            if (holds < 0) return -1;
+            if (!holds) {
+                if (v != Py_None) return -1;  /* the Python code says it must be None */
+                break;
+            }
+            if (v == NULL || !PyList_CheckExact(v)) return -1;
+            for (Py_ssize_t k = 0; k < PyList_GET_SIZE(v); k++) {
+                PyObject *item = Py_NewRef(PyList_GET_ITEM(v, k));
+                int rc = encode_struct((FrameCodecObject *)r->obj, item, o, depth + 1);
+                Py_DECREF(item);
+                if (rc < 0) return -1;
+            }
+            break;
+        }
+        case OP_FIXED: case OP_TEXT_REST: {
+            Py_ssize_t len;
+            const char *p = prefixed_bytes(r, slot(obj, r->offset), &len);
+            if (p == NULL || (r->op == OP_FIXED && len != r->index)) return -1;
+            if (out_write(o, p, len) < 0) return -1;
             break;
         }
         default:
@@ -2007,8 +2149,9 @@ static int check_prog(FrameCodecObject *self, Py_ssize_t i, int want) {
 static int check_tank_row(FrameCodecObject *self, Py_ssize_t i) {
     Row *r = &self->rows[i];
     int fixed = (r->op == OP_VALUE || r->op == OP_SIZE_OF_STRUCT) && !(r->flags & F_VARINT);
-    if (fixed && r->width != 1 && r->width != 2 && r->width != 4 && r->width != 8)
-        return bad_row(i, "integer width must be 1, 2, 4 or 8");
+    if (fixed && r->width != 1 && r->width != 2 && r->width != 3 && r->width != 4
+            && r->width != 8)
+        return bad_row(i, "integer width must be 1, 2, 3, 4 or 8");
     if (r->flags & F_GUARDED && (i == 0 || self->rows[i - 1].op != OP_GUARD))
         return bad_row(i, "a guarded row comes right after its guard");
     int nested = r->op == OP_STRUCT_ARGS || r->op == OP_ARRAY_ARGS || r->op == OP_STRUCT_SIZED;
@@ -2070,8 +2213,9 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
                   || (r->op == OP_PROTO_PREFIXED_WHEN && !(r->flags & F_VARINT))
                   || r->op == OP_LEN_VALUE || r->op == OP_INT_WHEN
                   || (r->op == OP_PREFIXED_OPTIONAL && !(r->flags & F_VARINT));
-    if (has_int && r->width != 1 && r->width != 2 && r->width != 4 && r->width != 8)
-        return bad_row(i, "integer width must be 1, 2, 4 or 8");
+    if (has_int && r->width != 1 && r->width != 2 && r->width != 3 && r->width != 4
+            && r->width != 8)
+        return bad_row(i, "integer width must be 1, 2, 3, 4 or 8");
     int stored = r->op == OP_INT || r->op == OP_PROTO || r->op == OP_BYTES
                  || r->op == OP_STRUCT || r->op == OP_UUID || r->op == OP_SWITCH
                  || r->op == OP_STRUCT_RUN || r->op == OP_PREFIXED || r->op == OP_DEFAULT
@@ -2080,7 +2224,9 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
                  || r->op == OP_STRUCT_WHEN || r->op == OP_PROTO_PREFIXED_WHEN
                  || r->op == OP_INT_WHEN || r->op == OP_PREFIXED_OPTIONAL || r->op == OP_DEFAULT_BOOL
                  || r->op == OP_DERIVE || r->op == OP_STRUCT_ARGS
-                 || r->op == OP_ARRAY_ARGS || r->op == OP_STRUCT_SIZED || r->op == OP_MESSAGE_BYTES;
+                 || r->op == OP_ARRAY_ARGS || r->op == OP_STRUCT_SIZED || r->op == OP_MESSAGE_BYTES
+                 || r->op == OP_LENENC || r->op == OP_FIXED
+                 || r->op == OP_TEXT_REST || r->op == OP_STRUCT_RUN_WHEN;
     if (stored != (r->offset >= 0)) return bad_row(i, "stored fields, and only they, need a slot");
     if (r->op == OP_SIZE) {
         if (r->index <= i || r->index >= self->nrows) return bad_row(i, "size of a later row");
@@ -2111,7 +2257,7 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
                                      && self->rows[r->index].op != OP_ARRAY_ARGS)
                                  || self->rows[r->index].index != i))
         return bad_row(i, "a count needs the struct_array row it counts after it");
-    if (r->op == OP_CONDITION) {
+    if (r->op == OP_CONDITION || r->op == OP_STRUCT_RUN_WHEN) {
         int top = 0;
         for (Py_ssize_t k = 0; k < r->prog_len; k++) {
             const Step *st = &r->prog[k];
@@ -2121,7 +2267,12 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
                 if (at != OP_INT && at != OP_VARINT && at != OP_BOOL)
                     return bad_row(i, "a condition reads earlier integer rows only");
             }
-            top += st->op <= X_CONST ? 1 : st->op <= X_NEG ? 0 : -1;
+            if (st->op == X_HAS) {
+                const Row *at = st->arg >= 0 && st->arg < i ? &self->rows[st->arg] : NULL;
+                if (at == NULL || at->op != OP_STRUCT || at->index == PRESENT_ALWAYS)
+                    return bad_row(i, "has() reads earlier optional struct rows only");
+            }
+            top += st->op <= X_CONST || st->op == X_HAS ? 1 : st->op <= X_NEG ? 0 : -1;
             if (top < 1 || top > EXPR_MAX_DEPTH)
                 return bad_row(i, "a condition's program does not balance");
         }
@@ -2131,6 +2282,14 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
                                      || self->rows[r->index].op != OP_COUNT_OF))
         return bad_row(i, "a struct_array needs its count_of row before it");
     if (r->op == OP_PREFIXED && r->number > TEXT_MUTF8) return bad_row(i, "unknown text kind");
+    if (r->op == OP_LENENC && r->number > TEXT_UTF8) return bad_row(i, "unknown text kind");
+    if ((r->op == OP_FIXED || r->op == OP_TEXT_REST) && r->number > TEXT_UTF8)
+        return bad_row(i, "unknown text kind");
+    if (r->op == OP_FIXED && r->index < 0) return bad_row(i, "a fixed row needs its length");
+    if (r->op == OP_CONST_BYTES && (r->obj == NULL || !PyBytes_CheckExact(r->obj)))
+        return bad_row(i, "a const_bytes row needs its bytes");
+    if (r->op == OP_STRUCT_RUN_WHEN && (r->obj == NULL || Py_TYPE(r->obj) != &FrameCodec_Type))
+        return bad_row(i, "needs the nested struct's codec");
     if (r->op == OP_PREFIXED && r->obj != NULL && !PyUnicode_CheckExact(r->obj)
             && !PyBytes_CheckExact(r->obj))
         return bad_row(i, "a prefixed default is str or bytes");
@@ -2199,9 +2358,9 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
             return bad_row(i, "needs the nested struct's codec");
         if (r->index < PRESENT_ALWAYS || r->index > PRESENT_PEEK)
             return bad_row(i, "unknown presence");
-        if (r->index == PRESENT_PEEK && r->width != 1 && r->width != 2 && r->width != 4
-                && r->width != 8)
-            return bad_row(i, "peek width must be 1, 2, 4 or 8");
+        if (r->index == PRESENT_PEEK && r->width != 1 && r->width != 2 && r->width != 3
+                && r->width != 4 && r->width != 8)
+            return bad_row(i, "peek width must be 1, 2, 3, 4 or 8");
     }
     return check_tank_row(self, i);
 }
@@ -2340,12 +2499,14 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
                 goto fail;
             self->has_message_sizes = 1;
         }
-        if (r->op == OP_CONDITION) {
-            if (!PyTuple_Check(obj)) {
+        if (r->op == OP_CONDITION || r->op == OP_STRUCT_RUN_WHEN) {
+            /* A struct_run_when row's obj is its nested codec: its program comes third. */
+            PyObject *program = r->op == OP_CONDITION ? obj : attr;
+            if (!PyTuple_Check(program)) {
                 bad_row(i, "a condition needs its program");
                 goto fail;
             }
-            Py_ssize_t len = PyTuple_GET_SIZE(obj);
+            Py_ssize_t len = PyTuple_GET_SIZE(program);
             r->prog = PyMem_Calloc(len ? (size_t)len : 1, sizeof(Step));
             if (r->prog == NULL) {
                 PyErr_NoMemory();
@@ -2353,7 +2514,7 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
             }
             r->prog_len = len;
             for (Py_ssize_t k = 0; k < len; k++) {
-                if (!PyArg_ParseTuple(PyTuple_GET_ITEM(obj, k), "iL:condition step",
+                if (!PyArg_ParseTuple(PyTuple_GET_ITEM(program, k), "iL:condition step",
                                       &r->prog[k].op, &r->prog[k].arg))
                     goto fail;
             }

@@ -77,7 +77,12 @@ enum { /* FRAME_OPS */
     OP_SIZE_OF_STRUCT = 34,
     OP_STRUCT_SIZED = 35,
     OP_MESSAGE_BYTES = 36,
-    OP_END = 37,
+    OP_LENENC = 37,
+    OP_CONST_BYTES = 38,
+    OP_FIXED = 39,
+    OP_TEXT_REST = 40,
+    OP_STRUCT_RUN_WHEN = 41,
+    OP_END = 42,
 };
 
 enum { /* FRAME_PRESENCE */
@@ -113,7 +118,8 @@ enum { /* EXPR_OPS */
     X_SELECT = 24,
     X_ORV = 25,
     X_ANDV = 26,
-    X_END = 27,
+    X_HAS = 27,
+    X_END = 28,
 };
 
 /* (vocabulary, name, number) for each word; ended by a NULL vocabulary. */
@@ -181,6 +187,11 @@ static const VocabularyWord VOCABULARY_WORDS[] = {
     {"FRAME_OPS", "size_of_struct", OP_SIZE_OF_STRUCT},
     {"FRAME_OPS", "struct_sized", OP_STRUCT_SIZED},
     {"FRAME_OPS", "message_bytes", OP_MESSAGE_BYTES},
+    {"FRAME_OPS", "lenenc", OP_LENENC},
+    {"FRAME_OPS", "const_bytes", OP_CONST_BYTES},
+    {"FRAME_OPS", "fixed", OP_FIXED},
+    {"FRAME_OPS", "text_rest", OP_TEXT_REST},
+    {"FRAME_OPS", "struct_run_when", OP_STRUCT_RUN_WHEN},
     {"FRAME_PRESENCE", "always", PRESENT_ALWAYS},
     {"FRAME_PRESENCE", "remaining", PRESENT_REMAINING},
     {"FRAME_PRESENCE", "peek", PRESENT_PEEK},
@@ -210,6 +221,7 @@ static const VocabularyWord VOCABULARY_WORDS[] = {
     {"EXPR_OPS", "select", X_SELECT},
     {"EXPR_OPS", "orv", X_ORV},
     {"EXPR_OPS", "andv", X_ANDV},
+    {"EXPR_OPS", "has", X_HAS},
     {NULL, NULL, 0},
 };
 

@@ -89,6 +89,13 @@ if _framecodec is not None:
 #   op "message_bytes": bytes sized by an integer field of the message of the earlier "proto"
 #                   row named by ref; extra is the slot of that message holding the size (on
 #                   encode it is set to the bytes' length first, as the Python code does)
+#   op "lenenc":    bytes or text ("bytes", "utf8" as ref says) after a length-encoded integer;
+#                   extra True when 0xfb (NULL) stands for None
+#   op "const_bytes": constant bytes, ref the wire form; not stored
+#   op "fixed":     bytes or text ("bytes", "utf8" as ref says) of extra bytes
+#   op "text_rest": UTF-8 text to the end of the region
+#   op "struct_run_when": a struct_run (ref the nested class) there when extra, a program as
+#                   a condition row's ("has" naming an earlier optional struct row), gives true
 #   op "skip_trailing": the last row (its name is None): bytes after the last field are skipped
 # The rows TANK brought; a program is as a condition's, and may also push a param by its
 # number ("param", k) and an array item's index ("index", None):
@@ -116,13 +123,15 @@ _STORED = {"int", "proto", vocabulary.ENVELOPE, "bytes", "struct", "uuid", "swit
            "struct_run", "prefixed", "default", "varint", "bool", "struct_array",
            "condition", "blocks", "proto_prefixed", "struct_when", "proto_prefixed_when",
            "int_when", "prefixed_optional", "default_bool", "derive", "struct_args",
-           "array_args", "struct_sized", "message_bytes"}
+           "array_args", "struct_sized", "message_bytes",
+           "lenenc", "fixed", "text_rest", "struct_run_when"}
 _TEXT_KINDS = {"bytes": 0, "utf8": 1, "mutf8": 2}
 _PRESENCE = {None: vocabulary.PRESENCE["always"], "remaining": vocabulary.PRESENCE["remaining"]}
 _PEEK = vocabulary.PRESENCE["peek"]
 _SIGNED, _BIG, _VARINT = 1, 2, 4
 _GUARDED, _EXTRA = 8, 16  # a row after a guard; a guard's value row 0, a derived bool
-_INT_TYPE = re.compile(r"([ui])(8|16|32|64)(be|le)?")
+_NULLABLE = 32  # a lenenc row's 0xfb is None
+_INT_TYPE = re.compile(r"([ui])(8|16|24|32|64)(be|le)?")
 _CHECKSUMS = {"crc32c": checksums.crc32c, "crc32": checksums.crc32}
 _METHODS = ("encode", "decode", "decode_from")
 # Every struct's layout as its module declared it, compiled codec or not: the columnar
@@ -265,6 +274,14 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any],
             at = index[ref]
         elif op == "struct_array":
             obj, at = codecs[ref], index[extra]
+        elif op == "lenenc":
+            number, flags = _TEXT_KINDS[ref], _NULLABLE if extra else 0
+        elif op == "const_bytes":
+            obj = ref
+        elif op == "fixed":
+            number, at = _TEXT_KINDS[ref], extra
+        elif op == "text_rest":
+            number = _TEXT_KINDS["utf8"]
         elif op == "condition":
             obj = _program(ref, index)
         elif op == "blocks":
@@ -297,6 +314,8 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any],
             at = index[ref]
         elif op == "struct_sized":
             obj, at = codecs[ref], index[extra]
+        elif op == "struct_run_when":
+            obj, attr = codecs[ref], _program(extra, index)
         if guarded:
             flags |= _GUARDED
         guarded = op == "guard"
@@ -317,7 +336,7 @@ def _guard_step(word: str, arg: Any, index: dict[str | None, int]) -> tuple[Any,
 
 def _program(steps: Any, index: dict[str | None, int]) -> tuple[tuple[int, int], ...]:
     """A program's steps as the extension takes them: numbered, fields by their row."""
-    return tuple((vocabulary.EXPR[word], index[arg] if word == "field" else arg or 0)
+    return tuple((vocabulary.EXPR[word], index[arg] if word in ("field", "has") else arg or 0)
                  for word, arg in steps)
 
 

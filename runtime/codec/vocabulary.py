@@ -90,13 +90,21 @@ MAP_KEY_KINDS: Final = (
 #   struct_sized  a nested struct (params as struct_args) that fills the size its size row reads
 #   message_bytes  bytes sized by an integer field of the message an earlier proto row decoded
 #              (on encode, that field is set to the bytes' length first)
+#   lenenc     bytes or UTF-8 text after a MySQL length-encoded integer (shortest form written,
+#              any form read); when nullable, 0xfb stands for None
+#   const_bytes  constant bytes (a fixed-length or prefixed constant string): written on
+#              encode, compared on decode, not stored
+#   fixed      bytes or UTF-8 text of a fixed length
+#   text_rest  UTF-8 text to the end of the region
+#   struct_run_when  a struct_run there when its program (EXPR_OPS) gives true, else None
 FRAME_OPS: Final = ("int", "const", "size", "size_rest", "checksum", "proto", "bytes", "struct",
                     "uuid", "switch", "switch_key", "struct_run", "prefixed", "default",
                     "skip_trailing", "varint", "bool", "count_of", "struct_array", "condition",
                     "blocks", "proto_prefixed", "struct_when", "proto_prefixed_when",
                     "len_value", "int_when", "prefixed_optional", "default_bool",
                     "guard", "value", "derive", "struct_args", "array_args", "size_of_struct",
-                    "struct_sized", "message_bytes")
+                    "struct_sized", "message_bytes",
+                    "lenenc", "const_bytes", "fixed", "text_rest", "struct_run_when")
 # Words of a plan the compiled codec takes without a row of their own: params of int and bool
 # kinds, which the holder's row passes as 64-bit integers.
 FRAME_PLAN_WORDS: Final = ("params",)
@@ -108,10 +116,11 @@ FRAME_PLAN_WORDS: Final = ("params",)
 # int_when rows).
 # The programs of the rows TANK brought also use: "param" (push the struct's param of that
 # number), "index" (an array_args item's index), "select" (a if c else b, from a, c, b),
-# "orv" and "andv" (Python's or/and, giving one of their values).
+# "orv" and "andv" (Python's or/and, giving one of their values). "has" pushes whether an
+# earlier optional struct row is there (1) or None (0).
 EXPR_OPS: Final = ("field", "const", "not", "neg", "and", "or", "bitand", "bitor", "bitxor",
                    "rshift", "lshift", "add", "sub", "eq", "ne", "lt", "le", "gt", "ge", "attr",
-                   "len", "param", "index", "select", "orv", "andv")
+                   "len", "param", "index", "select", "orv", "andv", "has")
 # The most values a program holds at once (generator/compiled_exprs.py keeps to it).
 EXPR_MAX_DEPTH: Final = 16
 # A row of the generated table only: a protobuf envelope, which the C codec takes as "proto"
@@ -129,9 +138,9 @@ FRAME_ALIASES: Final = MappingProxyType({
     "directional_switch": "switch",
 })
 FRAME_PRESENCE: Final = ("always", "remaining", "peek")
-# The integer widths, in bytes, the frame codec reads and writes; a struct with an integer of
-# another width (a 3-byte u24) stays on the Python codec.
-FRAME_INT_WIDTHS: Final = (1, 2, 4, 8)
+# The integer widths, in bytes, the frame codec reads and writes (3: u24/i24, MariaDB's packet
+# length); a struct with an integer of another width stays on the Python codec.
+FRAME_INT_WIDTHS: Final = (1, 2, 3, 4, 8)
 # The most rows a frame struct's table may have: the compiled codec keeps a struct's sizes and
 # values in arrays of this length on the C stack. The generator leaves a longer struct to the
 # Python methods. The C header defines it as FRAME_MAX_ROWS, and ``_framecodec`` exports the

@@ -196,18 +196,22 @@ def test_the_scramble_is_what_the_server_checks() -> None:
     assert mdb.native_password_scramble("", seed) == b""
 
 
-COMPILED = {frames.AuthSwitchResponse, frames.EofPacket, frames.ComPing, frames.ComQuit}
+COMPILED = {frames.AuthSwitchResponse, frames.EofPacket, frames.ComPing, frames.ComQuit,
+            frames.Packet, frames.Value, frames.ErrPacket, frames.ComQuery, frames.RowPacket}
 
 
 def test_the_compiled_and_python_codecs_agree() -> None:
-    """The fixed layouts take the compiled codec where it is built; the others (terminators,
-    lenenc, peeks, adjusted sizes, counts by expression) stay on the Python one. Both read and
-    write the same bytes."""
+    """The fixed layouts, the packet (a u24 size), a row and its values (nullable lenenc
+    strings), ERR and COM_QUERY take the compiled codec where it is built; the others
+    (terminators, lenenc integers, adjusted sizes, counts by expression) stay on the Python
+    one. Both read and write the same bytes."""
     values: list[Any] = [
         frames.EofPacket(warnings=1, status_flags=0x22), frames.ComPing(), frames.ComQuit(),
         frames.AuthSwitchResponse(data=b"x" * 20), frames.ComQuery(query="SELECT 1"),
         frames.Greeting.decode(header(GREETING_PAYLOAD, 0)),
-        frames.RowPacket(values=[frames.Value(value=b""), frames.Value(value=None)])]
+        frames.RowPacket(values=[frames.Value(value=b""), frames.Value(value=None)]),
+        frames.Packet(sequence_id=3, payload=b"\x03SELECT 1"), frames.Value(value=b"x" * 300),
+        frames.Value(value=None)]
     for value in values:
         assert is_compiled(type(value)) == (available() and type(value) in COMPILED)
         data = value.encode()

@@ -133,8 +133,8 @@ def test_a_checksum_not_covering_the_rest_is_verified_late_and_not_compiled(
 @pytest.mark.parametrize(("fields", "word"), [
     ("- {name: n, type: u8, count_of: xs}\n      - {name: xs, type: array, of: u8, count: n}",
      "array"),
-    ("- {name: s, type: string, size: rest}", "string"),
-    ("- {name: a, type: u8}\n      - {name: b, type: bytes, prefix: u24, when: a == 1}",
+    ("- {name: s, type: string, terminator: 0}", "terminated"),
+    ("- {name: a, type: u8}\n      - {name: b, type: bytes, terminator: 0, when: a == 1}",
      "condition_other"),
     ("- {name: m, type: u8, const: 1, when_peek: {type: u8, equals: 1}}", "marker"),
 ])
@@ -222,7 +222,7 @@ def test_a_word_in_the_vocabulary_without_a_row_is_a_generator_bug(
     p = plans(tmp_path, with_structs("""\
   Texty:
     fields:
-      - {name: s, type: string, size: rest}
+      - {name: s, type: string, size: rest, encoding: mutf8}
 """))
     assert isinstance(p["Texty"].ops[0], String) and not p["Texty"].compiled
     monkeypatch.setattr(vocabulary, "FRAME_OPS", (*vocabulary.FRAME_OPS, "string"))

@@ -4184,6 +4184,10 @@ class StreamDecoder(FrameStream[Frame | ProtocolHeader]):
 # runtime/codec/compiled_frames.py); these methods stay the reference and run on whatever it gives
 # up on.
 install_frame_layouts((
+    (ProtocolHeader, False, (
+        ("const_bytes", "protocol", None, b"\x41\x4d\x51\x50", None),
+        ("const_bytes", "version", None, b"\x00\x00\x09\x01", None),
+    )),
     (BoolValue, False, (
         ("bool", "value", None, None, None),
     )),

@@ -1481,15 +1481,45 @@ install_frame_layouts((
     (AuthSwitchResponse, True, (
         ("bytes", "data", None, None, None),
     )),
+    (ErrPacket, True, (
+        ("const", "header", "u8", 0xff, None),
+        ("int", "error_code", "u16le", None, None),
+        ("const_bytes", "sql_state_marker", None, b"\x23", None),
+        ("fixed", "sql_state", None, "utf8", 5),
+        ("text_rest", "error_message", None, None, None),
+    )),
     (EofPacket, False, (
         ("const", "header", "u8", 0xfe, None),
         ("int", "warnings", "u16le", None, None),
         ("int", "status_flags", "u16le", None, None),
+    )),
+    (ComQuery, True, (
+        ("const", "command", "u8", 0x3, None),
+        ("text_rest", "query", None, None, None),
     )),
     (ComPing, False, (
         ("const", "command", "u8", 0xe, None),
     )),
     (ComQuit, False, (
         ("const", "command", "u8", 0x1, None),
+    )),
+    (Value, False, (
+        ("lenenc", "value", None, "bytes", True),
+    )),
+    (RowPacket, True, (
+        ("struct", "end", None, EofPacket, ("u8", 0xfe)),
+        ("struct", "error", None, ErrPacket, ("u8", 0xff)),
+        (
+            "struct_run_when",
+            "values",
+            None,
+            Value,
+            (("has", "end"), ("not", None), ("has", "error"), ("not", None), ("and", None)),
+        ),
+    )),
+    (Packet, False, (
+        ("size", "length", "u24le", "payload", None),
+        ("int", "sequence_id", "u8", None, None),
+        ("bytes", "payload", None, "length", None),
     )),
 ))

@@ -26,10 +26,16 @@ def test_a_condition_becomes_a_postfix_program() -> None:
 
 
 @pytest.mark.parametrize("text", [
-    "len(xs) > 0", "_index == 0", "a if b else c", "x * 2 > 1", "x is None",
-    "has(x)", "x == 0x10000000000000000", "x in ()", "~x == 0"])
+    "len(xs) > 0", "_index == 0", "a if b else c", "x * 2 > 1", "x == 0x10000000000000000",
+    "x in ()", "~x == 0"])
 def test_anything_else_has_no_program(text: str) -> None:
     assert program(parse(text)) is None
+
+
+def test_presence_is_a_has_step_outside_the_extended_programs() -> None:
+    assert program(parse("has(x)")) == (("has", "x"),)
+    assert program(parse("x is None")) == (("has", "x"), ("not", None))
+    assert program(parse("has(x)"), extended=True) is None
 
 
 def test_a_program_too_deep_for_the_c_stack_has_none() -> None:

@@ -63,7 +63,8 @@ structs:
       - {name: blob, type: bytes, prefix: i16}
       - {name: tail, type: u32, when_remaining: true, default: 5}
   Other:
-    doc: A condition on bytes after a 3-byte prefix, which stays on the Python codec.
+    doc: A condition on bytes and a rule, which keeps it on the Python codec.
+    require: ["b is None or len(b) < 1000"]
     fields:
       - {name: a, type: u8}
       - {name: b, type: bytes, prefix: u24, when: "a == 1"}

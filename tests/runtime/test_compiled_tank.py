@@ -270,6 +270,7 @@ def _samples() -> list[tuple[type, bytes]]:
     return out
 
 
+@pytest.mark.slow  # every cut of a 1,000-message bundle: seconds (random damage covers it fast)
 def test_every_truncation_gives_the_same_outcome() -> None:
     for cls, wire in _samples():
         for cut in range(len(wire)):

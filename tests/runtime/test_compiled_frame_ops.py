@@ -30,6 +30,7 @@ from protoframe.generated.pulsar import frames as pulsar_frames
 from protoframe.generated.pulsar import pulsar_api
 from protoframe.generated.tank import frames as tank
 from protoframe.runtime.codec import compiled, compiled_frames
+from tests.support.codec_agreement import outcome, same, same_decodes
 from tests.support.examples import scaled
 from tests.support.generate import generate_text
 
@@ -130,29 +131,6 @@ def m(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
     return generate_text(tmp_path_factory.mktemp("cops"), "cops", SPEC, "cops_pkg")
 
 
-def _outcome(fn: Callable[[], Any]) -> tuple[str, Any]:
-    try:
-        value = fn()
-    except Exception as exc:  # noqa: BLE001 - the exception is the thing compared
-        return "raised", (type(exc), str(exc))
-    return "value", repr(value)
-
-
-def _same(fn: Callable[[], Any]) -> tuple[str, Any]:
-    """``fn``'s outcome, the same with the compiled codecs as with the Python ones."""
-    fast = _outcome(fn)
-    with compiled.pure_python():
-        python = _outcome(fn)
-    assert fast == python
-    return fast
-
-
-def _same_decodes(cls: type, data: bytes) -> str:
-    kind = _same(lambda: cls.decode(data))[0]  # type: ignore[attr-defined]
-    _same(lambda: cls.decode_from(data, 0, len(data)))  # type: ignore[attr-defined]
-    return kind
-
-
 # --- what is compiled ---------------------------------------------------------------------------
 
 
@@ -224,10 +202,10 @@ def _bodies(draw: st.DrawFn, m: ModuleType) -> Any:
 def test_random_frames_round_trip_the_same_with_both_codecs(m: ModuleType,
                                                             data: st.DataObject) -> None:
     frame = m.Frame(body=data.draw(_bodies(m)))
-    kind, _ = _same(frame.encode)
+    kind, _ = same(frame.encode)
     if kind == "value":
         wire = frame.encode()
-        assert _same_decodes(m.Frame, wire) == "value"
+        assert same_decodes(m.Frame, wire) == "value"
         assert m.Frame.decode(wire) == frame
 
 
@@ -240,20 +218,20 @@ def test_pravega_append_block_end_round_trips(writer: uuid.UUID, sizes: int, dat
     frame = pravega.Frame(body=pravega.AppendBlockEnd(
         writer_id=writer, size_of_whole_events=sizes, data=data, num_events=num,
         last_event_number=last, request_id=request))
-    assert _same(frame.encode)[0] == "value"
+    assert same(frame.encode)[0] == "value"
     wire = frame.encode()
-    assert _same_decodes(pravega.Frame, wire) == "value"
+    assert same_decodes(pravega.Frame, wire) == "value"
     assert pravega.Frame.decode(wire) == frame
 
 
 def test_the_bench_frames_agree() -> None:
     wire = frames_protocols.pravega_ours_encode()
-    assert _same(frames_protocols.pravega_ours_encode)[1] == repr(wire)
-    _same(lambda: frames_protocols.pravega_ours_decode(wire))
+    assert same(frames_protocols.pravega_ours_encode)[1] == repr(wire)
+    same(lambda: frames_protocols.pravega_ours_decode(wire))
     assert frames_protocols.pravega_ours_decode(wire) == frames_protocols.PRAVEGA_EXPECTED
     batch = frames_protocols.pravega_batch()
-    assert _same_decodes(pravega.EventRun, batch) == "value"
-    _same(lambda: pravega.EventRun.decode(batch).encode())
+    assert same_decodes(pravega.EventRun, batch) == "value"
+    same(lambda: pravega.EventRun.decode(batch).encode())
 
 
 def test_decoded_uuids_are_what_uuid_builds() -> None:
@@ -292,8 +270,8 @@ def _samples(m: ModuleType) -> list[tuple[Any, bytes]]:
 def test_every_truncation_gives_the_same_outcome(m: ModuleType) -> None:
     for cls, wire in _samples(m):
         for cut in range(len(wire)):
-            _same_decodes(cls, wire[:cut])
-        _same_decodes(cls, wire + b"\x00")
+            same_decodes(cls, wire[:cut])
+        same_decodes(cls, wire + b"\x00")
 
 
 def test_random_damage_gives_the_same_outcome(m: ModuleType) -> None:
@@ -304,7 +282,7 @@ def test_random_damage_gives_the_same_outcome(m: ModuleType) -> None:
             bad = bytearray(wire)
             for _ in range(rng.randint(1, 3)):
                 bad[rng.randrange(len(bad))] = rng.randrange(256)
-            outcomes[_same_decodes(cls, bytes(bad))] += 1
+            outcomes[same_decodes(cls, bytes(bad))] += 1
     assert min(outcomes.values()) > 0, outcomes
 
 
@@ -335,7 +313,7 @@ def test_sizes_and_prefixes_past_their_region_match(m: ModuleType) -> None:
         b"\x06" + struct.pack(">i", 4) + b"\x01\x02\x00\x03",  # more items than bytes
         b"\x06" + struct.pack(">i", 4) + b"\x01\x00\x00\x00",  # a false bool, no items
     ]
-    kinds = [_same_decodes(m.Frame, data) for data in cases]
+    kinds = [same_decodes(m.Frame, data) for data in cases]
     assert kinds.count("value") == 6, kinds
 
 
@@ -344,11 +322,11 @@ def test_bad_and_unusual_text_bytes_match(m: ModuleType, text: bytes) -> None:
     u = bytes(16)
     for body in (u + bytes([len(text)]) + text + b"\x00\x00\x00\x00",  # as UTF-8
                  u + b"\x00" + struct.pack(">H", len(text)) + text + b"\x00\x00"):  # as mutf8
-        _same_decodes(m.Texts, body)
-        _same_decodes(m.Frame, b"\x01" + struct.pack(">i", len(body)) + body)
+        same_decodes(m.Texts, body)
+        same_decodes(m.Frame, b"\x01" + struct.pack(">i", len(body)) + body)
     # Java's two-byte NUL and a surrogate pair written as two three-byte sequences.
     for java in (b"a\xc0\x80b", b"\xed\xa0\xbd\xed\xb8\x80"):
-        _same_decodes(m.Texts, u + b"\x00" + struct.pack(">H", len(java)) + java + b"\x00\x00")
+        same_decodes(m.Texts, u + b"\x00" + struct.pack(">H", len(java)) + java + b"\x00\x00")
 
 
 # --- odd values on encode -----------------------------------------------------------------------
@@ -370,24 +348,24 @@ def test_odd_values_encode_as_the_python_codec_does(m: ModuleType) -> None:
     ]
     for change in odd:
         texts = m.Texts(**{**good, **change})
-        _same(texts.encode)
-        _same(m.Frame(body=texts).encode)
+        same(texts.encode)
+        same(m.Frame(body=texts).encode)
     weird_uuid = uuid.UUID(int=1)
     object.__setattr__(weird_uuid, "int", 2**128)  # out of range: .bytes raises
-    _same(m.Texts(**{**good, "id": weird_uuid}).encode)
+    same(m.Texts(**{**good, "id": weird_uuid}).encode)
     for items in ([m.Item(data=b"a"), "x"], (m.Item(data=b"a"),), [m.Other(a=0)], None):
-        _same(m.Run(items=items).encode)
-        _same(m.Frame(body=m.Run(items=items)).encode)
-        _same(m.Counted(v=1, flag=False, blob=b"", items=items).encode)
+        same(m.Run(items=items).encode)
+        same(m.Frame(body=m.Run(items=items)).encode)
+        same(m.Counted(v=1, flag=False, blob=b"", items=items).encode)
     plain: dict[str, Any] = {"v": 1, "flag": True, "blob": b"", "items": []}
     for change in ({"v": -1}, {"v": 2**64}, {"v": True}, {"v": 1.0}, {"flag": 1},
                    {"flag": None}, {"blob": b"x" * 20000}, {"blob": "x"},
                    {"items": [m.Item(data=b"")] * 256}, {"items": [m.Item(data=b"")] * 255}):
-        _same(m.Counted(**{**plain, **change}).encode)
-        _same(m.Frame(body=m.Counted(**{**plain, **change})).encode)
+        same(m.Counted(**{**plain, **change}).encode)
+        same(m.Frame(body=m.Counted(**{**plain, **change})).encode)
     for body in ("x", None, m.Frame(body=m.Other(a=0)), m.Run(items=[m.Item(data=b"x" * 10)])):
-        _same(m.Frame(body=body).encode)
-        _same(m.Open(rest=body).encode)
+        same(m.Frame(body=body).encode)
+        same(m.Open(rest=body).encode)
 
 
 def test_conditions_encode_as_the_python_codec_does(m: ModuleType) -> None:
@@ -396,14 +374,14 @@ def test_conditions_encode_as_the_python_codec_does(m: ModuleType) -> None:
         kind, flags = rng.randrange(256), rng.choice([rng.randrange(64), rng.randrange(2**64)])
         value = _guarded(m, kind, flags, rng.random() < 0.5, odd=rng.choice([0, 0, 1 << 6]) |
                          (1 << rng.randrange(6) if rng.random() < 0.3 else 0))
-        kind_seen, _ = _same(value.encode)
-        _same(m.Frame(body=value).encode)
+        kind_seen, _ = same(value.encode)
+        same(m.Frame(body=value).encode)
         if kind_seen == "value":
-            _same_decodes(m.Guarded, value.encode())
+            same_decodes(m.Guarded, value.encode())
     for odd in ({"kind": "x"}, {"kind": True}, {"flags": -1}, {"on": 1}, {"a": "x"}):
         fields = {"kind": 0xFC, "flags": 0, "on": False, "a": 1, "b": None, "c": None,
                   "d": None, "e": None, "g": 5, **odd}
-        _same(m.Guarded(**fields).encode)
+        same(m.Guarded(**fields).encode)
 
 
 def test_a_slot_left_empty_gives_the_python_codecs_error(m: ModuleType) -> None:
@@ -412,17 +390,17 @@ def test_a_slot_left_empty_gives_the_python_codecs_error(m: ModuleType) -> None:
         for name in type(value).__slots__:
             broken = cls.decode(wire)
             delattr(broken, name)
-            _same(broken.encode)
+            same(broken.encode)
             if cls is m.Frame:
                 inner = cls.decode(wire)
                 delattr(inner.body, next(iter(type(inner.body).__slots__)))
-                _same(inner.encode)
+                same(inner.encode)
     payload = pulsar_frames.Payload(metadata=pulsar_api.MessageMetadata(
         producer_name="p", sequence_id=1, publish_time=2), data=b"x")
     for name in ("metadata", "data"):
         broken = pulsar_frames.Payload(metadata=payload.metadata, data=b"x")
         delattr(broken, name)
-        _same(broken.encode)
+        same(broken.encode)
 
 
 def test_an_omitted_default_is_stored_by_both_constructors(m: ModuleType) -> None:
@@ -439,7 +417,7 @@ def test_an_omitted_default_is_stored_by_both_constructors(m: ModuleType) -> Non
     # Without the bytes, the default; with a cut prefix or text, the Python code's error.
     for data in (b"\x00\x00\x00\x01", b"\x00\x00\x00\x01\x00", b"\x00\x00\x00\x01\x00\x02a",
                  b"\x00\x00\x00\x01\x00\x01\xe9"):
-        _same_decodes(m.Trace, data)
+        same_decodes(m.Trace, data)
 
 
 # --- resources ----------------------------------------------------------------------------------
@@ -539,4 +517,4 @@ def test_well_formed_frames_stay_in_c(m: ModuleType) -> None:
         else:
             assert calls == [], (cls, calls)
     # A give-up does run them: the check above would see it.
-    assert _python_calls(m, lambda: _outcome(lambda: m.Frame.decode(b"\x04"))) != []
+    assert _python_calls(m, lambda: outcome(lambda: m.Frame.decode(b"\x04"))) != []

@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 
 from bench import frames_examples
 from protoframe.runtime.codec import compiled, compiled_frames
+from tests.support.codec_agreement import outcome, same, same_decodes
 from tests.support.examples import scaled
 from tests.support.generate import generate_text
 
@@ -109,29 +110,6 @@ def m(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
     return generate_text(tmp_path_factory.mktemp("xops"), "xops", SPEC, "xops_pkg")
 
 
-def _outcome(fn: Callable[[], Any]) -> tuple[str, Any]:
-    try:
-        value = fn()
-    except Exception as exc:  # noqa: BLE001 - the exception is the thing compared
-        return "raised", (type(exc), str(exc))
-    return "value", repr(value)
-
-
-def _same(fn: Callable[[], Any]) -> tuple[str, Any]:
-    """``fn``'s outcome, the same with the compiled codecs as with the Python ones."""
-    fast = _outcome(fn)
-    with compiled.pure_python():
-        python = _outcome(fn)
-    assert fast == python
-    return fast
-
-
-def _same_decodes(cls: type, data: bytes) -> str:
-    kind = _same(lambda: cls.decode(data))[0]  # type: ignore[attr-defined]
-    _same(lambda: cls.decode_from(data, 0, len(data)))  # type: ignore[attr-defined]
-    return kind
-
-
 def test_the_new_operations_are_compiled(m: ModuleType) -> None:
     for name in ("Packet", "Ints", "Strings", "Row", "Cell", "Fixed", "Result"):
         assert compiled.is_compiled(getattr(m, name)), name
@@ -187,10 +165,10 @@ def _bodies(draw: st.DrawFn, m: ModuleType) -> Any:
 def test_random_frames_round_trip_the_same_with_both_codecs(m: ModuleType,
                                                             data: st.DataObject) -> None:
     frame = m.Packet(seq=data.draw(st.integers(0, 255)), body=data.draw(_bodies(m)))
-    kind, _ = _same(frame.encode)
+    kind, _ = same(frame.encode)
     if kind == "value":
         wire = frame.encode()
-        assert _same_decodes(m.Packet, wire) == "value"
+        assert same_decodes(m.Packet, wire) == "value"
         assert m.Packet.decode(wire) == frame
 
 
@@ -198,19 +176,19 @@ def test_random_frames_round_trip_the_same_with_both_codecs(m: ModuleType,
 @given(seq=st.integers(0, 255), values=st.lists(st.none() | st.binary(max_size=300), max_size=8))
 def test_mariadb_row_packets_round_trip(seq: int, values: list[bytes | None]) -> None:
     row = mariadb.RowPacket(values=[mariadb.Value(value=v) for v in values])
-    assert _same(row.encode)[0] == "value"
+    assert same(row.encode)[0] == "value"
     packet = mariadb.Packet(sequence_id=seq, payload=row.encode())
-    assert _same(packet.encode)[0] == "value"
+    assert same(packet.encode)[0] == "value"
     wire = packet.encode()
-    assert _same_decodes(mariadb.Packet, wire) == "value"
+    assert same_decodes(mariadb.Packet, wire) == "value"
     for value in row.values or []:
-        assert _same_decodes(mariadb.Value, value.encode()) == "value"
+        assert same_decodes(mariadb.Value, value.encode()) == "value"
 
 
 def test_the_bench_frames_agree() -> None:
     wire = frames_examples.mariadb_ours_encode()
-    assert _same(frames_examples.mariadb_ours_encode)[1] == repr(wire)
-    assert _same(lambda: frames_examples.mariadb_ours_decode(wire))[0] == "value"
+    assert same(frames_examples.mariadb_ours_encode)[1] == repr(wire)
+    assert same(lambda: frames_examples.mariadb_ours_decode(wire))[0] == "value"
     assert frames_examples.mariadb_ours_decode(wire) == frames_examples.MARIADB_EXPECTED
 
 
@@ -246,8 +224,8 @@ def _samples(m: ModuleType) -> list[tuple[Any, bytes]]:
 def test_every_truncation_gives_the_same_outcome(m: ModuleType) -> None:
     for cls, wire in _samples(m):
         for cut in range(len(wire)):
-            _same_decodes(cls, wire[:cut])
-        _same_decodes(cls, wire + b"\x00")
+            same_decodes(cls, wire[:cut])
+        same_decodes(cls, wire + b"\x00")
 
 
 def test_random_damage_gives_the_same_outcome(m: ModuleType) -> None:
@@ -258,7 +236,7 @@ def test_random_damage_gives_the_same_outcome(m: ModuleType) -> None:
             bad = bytearray(wire)
             for _ in range(rng.randint(1, 3)):
                 bad[rng.randrange(len(bad))] = rng.randrange(256)
-            outcomes[_same_decodes(cls, bytes(bad))] += 1
+            outcomes[same_decodes(cls, bytes(bad))] += 1
     assert min(outcomes.values()) > 0, outcomes
 
 
@@ -275,19 +253,19 @@ def test_lenenc_forms_and_damage_match(m: ModuleType, prefix: bytes) -> None:
     """Every form of the length, the shortest or not, and the ones the Python reader refuses
     (NULL where it may not be, 0xff, a length running past the end)."""
     rest = b"ab" + b"\x00\x00\xfb"  # the value, empty text, two NULLs
-    _same_decodes(m.Strings, prefix + rest)
-    _same_decodes(m.Cell, prefix + b"ab")
-    _same_decodes(m.Row, prefix + b"ab" + b"\xfb")
+    same_decodes(m.Strings, prefix + rest)
+    same_decodes(m.Cell, prefix + b"ab")
+    same_decodes(m.Row, prefix + b"ab" + b"\xfb")
     body = b"\x00" + prefix + b"ab\xfb\xfb"  # the blob empty, then the text
-    _same_decodes(m.Strings, body)
-    _same_decodes(m.Packet, b"\x02\x01" + struct.pack("<I", len(body))[:3] + body)
+    same_decodes(m.Strings, body)
+    same_decodes(m.Packet, b"\x02\x01" + struct.pack("<I", len(body))[:3] + body)
 
 
 @pytest.mark.parametrize("text", [b"\xff", b"\xc3", b"\xed\xa0\x80", b"ok\x00", b"\xe2\x82\xac"])
 def test_bad_and_unusual_text_bytes_match(m: ModuleType, text: bytes) -> None:
     for body in (b"\x00" + bytes([len(text)]) + text + b"\xfb\xfb",
                  b"\x00\x00\xfb" + bytes([len(text)]) + text):
-        _same_decodes(m.Strings, body)
+        same_decodes(m.Strings, body)
 
 
 def test_u24_edges_match(m: ModuleType) -> None:
@@ -296,13 +274,13 @@ def test_u24_edges_match(m: ModuleType) -> None:
         wire = value.encode()
         assert wire[:6] == a.to_bytes(3, "little") + b.to_bytes(3, "little", signed=True)
         assert wire[7:10] == b.to_bytes(3, "big", signed=True)
-        assert _same_decodes(m.Ints, wire) == "value"
+        assert same_decodes(m.Ints, wire) == "value"
         assert m.Ints.decode(wire) == value
     # A u24 prefix past the end.
-    _same_decodes(m.Ints, bytes(7) + b"\x05\x00\x00ab")
+    same_decodes(m.Ints, bytes(7) + b"\x05\x00\x00ab")
     # A packet's size past its end, and one short of it.
     for size in (0xFFFFFF, 5, 3):
-        _same_decodes(m.Packet, b"\x01\x00" + size.to_bytes(3, "little") + bytes(7))
+        same_decodes(m.Packet, b"\x01\x00" + size.to_bytes(3, "little") + bytes(7))
 
 
 @pytest.mark.parametrize("text", [b"\xff", b"\xc3", b"\xed\xa0\x80", b"ok\x00", b"\xe2\x82"])
@@ -310,11 +288,11 @@ def test_bad_fixed_and_trailing_text_matches(m: ModuleType, text: bytes) -> None
     head = b"#\x00\x09"
     for body in (head + (text + b"xxxxx")[:5] + b"abc", head + b"HY000abc" + text,
                  b"!" + head[1:] + b"HY000abc", b"#\x00\x08HY000abc", head + b"HY0"):
-        _same_decodes(m.Fixed, body)
-        _same_decodes(m.Packet, b"\x04\x00" + struct.pack("<I", len(body))[:3] + body)
-    _same_decodes(mariadb.ComQuery, b"\x03" + text)
-    _same_decodes(mariadb.ErrPacket, b"\xff\x01\x00#" + (text + b"xxxxx")[:5] + text)
-    _same_decodes(amqp.ProtocolHeader, b"AMQP\x00\x00\x09" + text[:1])
+        same_decodes(m.Fixed, body)
+        same_decodes(m.Packet, b"\x04\x00" + struct.pack("<I", len(body))[:3] + body)
+    same_decodes(mariadb.ComQuery, b"\x03" + text)
+    same_decodes(mariadb.ErrPacket, b"\xff\x01\x00#" + (text + b"xxxxx")[:5] + text)
+    same_decodes(amqp.ProtocolHeader, b"AMQP\x00\x00\x09" + text[:1])
 
 
 # --- odd values on encode -----------------------------------------------------------------------
@@ -330,13 +308,13 @@ def test_conditions_with_has_encode_as_the_python_codec_does(m: ModuleType) -> N
             for flag in (None, 5, "x"):
                 for values in (None, [], [m.Cell(value=b"v")], (m.Cell(value=None),)):
                     value = m.Result(end=e, error=r, flag=flag, values=values)
-                    kind, _ = _same(value.encode)
+                    kind, _ = same(value.encode)
                     kinds.add(kind)
                     if kind == "value":
-                        _same_decodes(m.Result, value.encode())
+                        same_decodes(m.Result, value.encode())
     assert kinds == {"value", "raised"}
     for e, r, values in ((None, None, None), (end, None, []), (None, error, [])):
-        _same(mariadb.RowPacket(end=e and mariadb.EofPacket(warnings=0, status_flags=0),
+        same(mariadb.RowPacket(end=e and mariadb.EofPacket(warnings=0, status_flags=0),
                                 error=r and mariadb.ErrPacket(error_code=1, sql_state="HY000",
                                                               error_message=""),
                                 values=values).encode)
@@ -347,8 +325,8 @@ def test_odd_values_encode_as_the_python_codec_does(m: ModuleType) -> None:
                    {"b": 2**23}, {"b": -2**23 - 1}, {"b": "x"}, {"d": 2**23},
                    {"name": "x" * 2**24}, {"name": None}):
         ints = m.Ints(**{"a": 1, "b": 2, "c": 3, "d": 4, "name": "", **change})
-        _same(ints.encode)
-        _same(m.Packet(seq=0, body=ints).encode)
+        same(ints.encode)
+        same(m.Packet(seq=0, body=ints).encode)
     good: dict[str, Any] = {"blob": b"b", "text": "t", "maybe": None, "maybe_text": None}
     odd: list[dict[str, Any]] = [
         {"blob": None}, {"blob": bytearray(b"ab")}, {"blob": "text"}, {"blob": b"x" * 0x10000},
@@ -358,8 +336,8 @@ def test_odd_values_encode_as_the_python_codec_does(m: ModuleType) -> None:
     ]
     for change in odd:
         strings = m.Strings(**{**good, **change})
-        _same(strings.encode)
-        _same(m.Packet(seq=0, body=strings).encode)
+        same(strings.encode)
+        same(m.Packet(seq=0, body=strings).encode)
     fixed: dict[str, Any] = {"state": "HY000", "code": b"abc", "message": "m"}
     odd_fixed: list[dict[str, Any]] = [
         {"state": "HY00"}, {"state": "HY0000"}, {"state": "é" * 3}, {"state": "éé"},
@@ -368,15 +346,15 @@ def test_odd_values_encode_as_the_python_codec_does(m: ModuleType) -> None:
         {"message": "\udc80"}, {"message": "x" * 70000}]
     for change in odd_fixed:
         value = m.Fixed(**{**fixed, **change})
-        _same(value.encode)
-        _same(m.Packet(seq=0, body=value).encode)
+        same(value.encode)
+        same(m.Packet(seq=0, body=value).encode)
     for query in ("", "SELECT 'é'", None, b"SELECT", "\ud800"):
-        _same(mariadb.ComQuery(query=query).encode)
+        same(mariadb.ComQuery(query=query).encode)
     for values in ([m.Cell(value=b"a"), "x"], (m.Cell(value=None),),
                    [m.Ints(a=0, b=0, c=0, d=0, name="")]):
-        _same(m.Row(values=values).encode)
-    _same(m.Packet(seq=2**8, body=m.Cell(value=None)).encode)
-    _same(m.Packet(seq=1, body=m.Row(values=[m.Cell(value=b"z" * 0x1000000)])).encode)
+        same(m.Row(values=values).encode)
+    same(m.Packet(seq=2**8, body=m.Cell(value=None)).encode)
+    same(m.Packet(seq=1, body=m.Row(values=[m.Cell(value=b"z" * 0x1000000)])).encode)
 
 
 def test_a_slot_left_empty_gives_the_python_codecs_error(m: ModuleType) -> None:
@@ -385,7 +363,7 @@ def test_a_slot_left_empty_gives_the_python_codecs_error(m: ModuleType) -> None:
         for name in type(value).__slots__:
             broken = cls.decode(wire)
             delattr(broken, name)
-            _same(broken.encode)
+            same(broken.encode)
 
 
 def test_constructors_agree(m: ModuleType) -> None:
@@ -424,7 +402,7 @@ def test_well_formed_frames_stay_in_c(m: ModuleType) -> None:
         calls += _python_calls(module, value.encode)
         assert calls == [], (cls, calls)
     # A give-up does run them: the check above would see it.
-    assert _python_calls(m, lambda: _outcome(lambda: m.Cell.decode(b"\xff"))) != []
+    assert _python_calls(m, lambda: outcome(lambda: m.Cell.decode(b"\xff"))) != []
 
 
 def test_rows_the_codec_cannot_follow_are_refused() -> None:

@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from protoframe.generated.pulsar import frames as pulsar
 from protoframe.generated.pulsar import pulsar_api as pb
 from protoframe.runtime.codec import compiled, compiled_frames
+from tests.support.codec_agreement import outcome, same
 from tests.support.examples import scaled
 
 pytestmark = pytest.mark.skipif(
@@ -34,28 +35,11 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _outcome(fn: Callable[[], Any]) -> tuple[str, Any]:
-    try:
-        value = fn()
-    except Exception as exc:  # noqa: BLE001 - the exception is the thing compared
-        return "raised", (type(exc), str(exc))
-    return "value", repr(value)
-
-
-def _same(fn: Callable[[], Any]) -> tuple[str, Any]:
-    """``fn``'s outcome, the same with the compiled codecs as with the Python ones."""
-    fast = _outcome(fn)
-    with compiled.pure_python():
-        python = _outcome(fn)
-    assert fast == python
-    return fast
-
-
 def _same_decodes(cls: Any, data: bytes) -> str:
-    kind = _same(lambda: cls.decode(data))[0]
-    _same(lambda: cls.decode_from(data, 0, len(data)))
+    kind = same(lambda: cls.decode(data))[0]
+    same(lambda: cls.decode_from(data, 0, len(data)))
     if len(data) > 2:
-        _same(lambda: cls.decode_from(data, 1, len(data) - 1))
+        same(lambda: cls.decode_from(data, 1, len(data) - 1))
     return kind
 
 
@@ -63,13 +47,13 @@ def _same_encodes(make: Callable[[], Any]) -> str:
     """Encode a fresh value from ``make`` with each codec: the same outcome, and the same
     value left behind (the encoder sets each entry's ``payload_size``)."""
     fast_value = make()
-    fast = _outcome(fast_value.encode)
+    fast = outcome(fast_value.encode)
     with compiled.pure_python():
         python_value = make()
-        python = _outcome(python_value.encode)
-        after = _outcome(lambda: repr(python_value))
+        python = outcome(python_value.encode)
+        after = outcome(lambda: repr(python_value))
     assert fast == python
-    assert _outcome(lambda: repr(fast_value)) == after
+    assert outcome(lambda: repr(fast_value)) == after
     return fast[0]
 
 
@@ -272,7 +256,7 @@ def test_the_bench_batches_agree() -> None:
         ours = [(tuple((kv.key, kv.value) for kv in e.metadata.properties),
                  e.metadata.payload_size, e.data) for e in pulsar.Batch.decode(data).entries]
         assert ours == struct_batch_decode(data)
-        assert _same(lambda: pulsar.Batch.decode(data).encode())[1] == repr(data)  # noqa: B023
+        assert same(lambda: pulsar.Batch.decode(data).encode())[1] == repr(data)  # noqa: B023
 
 
 # --- the table --------------------------------------------------------------------------------
@@ -330,7 +314,7 @@ def test_well_formed_batches_stay_in_c() -> None:
         assert _python_calls(lambda: cls.decode(wire)) == []  # noqa: B023
         assert _python_calls(value.encode) == []
     # A give-up does run them: the check above would see it.
-    assert _python_calls(lambda: _outcome(lambda: pulsar.Batch.decode(b"\x00"))) != []
+    assert _python_calls(lambda: outcome(lambda: pulsar.Batch.decode(b"\x00"))) != []
 
 
 @pytest.mark.slow  # a leak check: many rounds, counted

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import random
 import struct
-from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -27,6 +26,7 @@ from hypothesis import strategies as st
 
 from protoframe.generated.pravega import frames as pravega
 from protoframe.runtime.codec import compiled, compiled_frames
+from tests.support.codec_agreement import same, same_decodes
 from tests.support.examples import scaled
 from tests.support.generate import generate_text
 
@@ -69,29 +69,6 @@ frame:
 @pytest.fixture(scope="module")
 def m(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
     return generate_text(tmp_path_factory.mktemp("pops"), "pops", SPEC, "pops_pkg")
-
-
-def _outcome(fn: Callable[[], Any]) -> tuple[str, Any]:
-    try:
-        value = fn()
-    except Exception as exc:  # noqa: BLE001 - the exception is the thing compared
-        return "raised", (type(exc), str(exc))
-    return "value", repr(value)
-
-
-def _same(fn: Callable[[], Any]) -> tuple[str, Any]:
-    """``fn``'s outcome, the same with the compiled codecs as with the Python ones."""
-    fast = _outcome(fn)
-    with compiled.pure_python():
-        python = _outcome(fn)
-    assert fast == python
-    return fast
-
-
-def _same_decodes(cls: type, data: bytes) -> str:
-    kind = _same(lambda: cls.decode(data))[0]  # type: ignore[attr-defined]
-    _same(lambda: cls.decode_from(data, 0, len(data)))  # type: ignore[attr-defined]
-    return kind
 
 
 _TABLE_COMMANDS = (pravega.CreateTableSegment, pravega.ReadTableKeys,
@@ -157,9 +134,9 @@ def _commands(draw: st.DrawFn) -> Any:
 @given(body=_commands())
 def test_random_table_commands_round_trip_the_same_with_both_codecs(body: Any) -> None:
     frame = pravega.Frame(body=body)
-    assert _same(frame.encode)[0] == "value"
+    assert same(frame.encode)[0] == "value"
     wire = frame.encode()
-    assert _same_decodes(pravega.Frame, wire) == "value"
+    assert same_decodes(pravega.Frame, wire) == "value"
     bounds = [getattr(body, name, None) for name in ("prefix_filter", "from_key", "to_key")]
     first_left_out = next((i for i, b in enumerate(bounds) if b is None), len(bounds))
     # (a bound left out before one that is not reads back as the earlier bound)
@@ -176,11 +153,11 @@ def test_random_lengths_round_trip_the_same_with_both_codecs(m: ModuleType, kind
                                                              tag: int) -> None:
     lens = m.Lens(kind=kind, blob=blob, extra=extra if len(blob) > 2 and kind != 0 else None,
                   tag=tag if not blob or kind == 9 else None)
-    kind_seen, _ = _same(m.Frame(lens=lens).encode)  # past 55 bytes `small` overflows
+    kind_seen, _ = same(m.Frame(lens=lens).encode)  # past 55 bytes `small` overflows
     assert (kind_seen == "value") == (len(blob) <= 55)
     if kind_seen == "value":
         wire = m.Frame(lens=lens).encode()
-        assert _same_decodes(m.Frame, wire) == "value"
+        assert same_decodes(m.Frame, wire) == "value"
         assert m.Frame.decode(wire).lens == lens
 
 
@@ -218,8 +195,8 @@ def _samples(m: ModuleType) -> list[tuple[Any, bytes]]:
 def test_every_truncation_gives_the_same_outcome(m: ModuleType) -> None:
     for cls, wire in _samples(m):
         for cut in range(len(wire)):
-            _same_decodes(cls, wire[:cut])
-        _same_decodes(cls, wire + b"\x00")
+            same_decodes(cls, wire[:cut])
+        same_decodes(cls, wire + b"\x00")
 
 
 def test_random_damage_gives_the_same_outcome(m: ModuleType) -> None:
@@ -230,7 +207,7 @@ def test_random_damage_gives_the_same_outcome(m: ModuleType) -> None:
             bad = bytearray(wire)
             for _ in range(rng.randint(1, 3)):
                 bad[rng.randrange(len(bad))] = rng.randrange(256)
-            outcomes[_same_decodes(cls, bytes(bad))] += 1
+            outcomes[same_decodes(cls, bytes(bad))] += 1
     assert min(outcomes.values()) > 0, outcomes
 
 
@@ -251,7 +228,7 @@ def test_odd_table_layouts_match() -> None:
         (pravega.TableValue, value(3, b"a")),  # a payload shorter than its data
         (pravega.TableValue, struct.pack(">ii", 2**31 - 1, 1) + b"a"),  # past the end
     ]
-    kinds = [_same_decodes(cls, data) for cls, data in cases]
+    kinds = [same_decodes(cls, data) for cls, data in cases]
     assert kinds.count("value") == 2, kinds
 
 
@@ -270,13 +247,13 @@ def test_odd_values_encode_as_the_python_codec_does(m: ModuleType) -> None:
     odd_values: list[Any] = [pravega.TableValue(data=bytearray(b"x")),  # type: ignore[arg-type]
                              pravega.TableValue(data=None)]  # type: ignore[arg-type]
     for key in odd_keys:
-        _same(key.encode)
-        _same(pravega.TableEntry(key=key, value=pravega.TableValue(data=b"")).encode)
-        _same(pravega.Frame(body=pravega.ReadTable(request_id=1, segment="s",
+        same(key.encode)
+        same(pravega.TableEntry(key=key, value=pravega.TableValue(data=b"")).encode)
+        same(pravega.Frame(body=pravega.ReadTable(request_id=1, segment="s",
                                                    delegation_token="", keys=[key])).encode)
     for val in odd_values:
-        _same(val.encode)
-        _same(pravega.TableEntry(key=_key(b"", 0), value=val).encode)
+        same(val.encode)
+        same(pravega.TableEntry(key=_key(b"", 0), value=val).encode)
     odd_lens: list[dict[str, Any]] = [
         {"kind": 1, "blob": b"abc", "extra": None, "tag": None},
         {"kind": 0, "blob": b"abc", "extra": 1, "tag": None},
@@ -288,15 +265,15 @@ def test_odd_values_encode_as_the_python_codec_does(m: ModuleType) -> None:
         {"kind": 1, "blob": bytearray(b"abc"), "extra": 1, "tag": None},
     ]
     for fields in odd_lens:
-        _same(m.Lens(**fields).encode)
-        _same(m.Frame(lens=m.Lens(**fields)).encode)
+        same(m.Lens(**fields).encode)
+        same(m.Frame(lens=m.Lens(**fields)).encode)
 
 
 def test_values_read_when_bytes_remain_match(m: ModuleType) -> None:
     tails = [b"\x01", b"\x01\x00", b"\x01\x07", b"\x01\x01\x02ab", b"\x01\x01\x02a",
              b"\x01\x00\x00\x00", b"\x01\x00\x01\xff\x01x", b"\x01\x00\x00\x80\x01",
              b"\x01\x00\x00\x01x", b"\x01\x00\x00\x00\x00"]
-    kinds = [_same_decodes(m.Tail, wire) for wire in tails]
+    kinds = [same_decodes(m.Tail, wire) for wire in tails]
     # Cut text, bad UTF-8, a prefix past the end and a byte left over are errors.
     assert [i for i, kind in enumerate(kinds) if kind == "raised"] == [4, 6, 7, 9], kinds
     odd: list[dict[str, Any]] = [
@@ -304,14 +281,14 @@ def test_values_read_when_bytes_remain_match(m: ModuleType) -> None:
         {"note": "x" * 256}, {"note": "\ud800"}, {"blob": bytearray(b"x")}, {"blob": "x"},
         {"flag": True, "note": None, "blob": None}]
     for change in odd:
-        _same(m.Tail(**{"a": 1, "flag": False, "note": "n", "blob": b"", **change}).encode)
+        same(m.Tail(**{"a": 1, "flag": False, "note": "n", "blob": b"", **change}).encode)
     keys: dict[str, Any] = {"request_id": 1, "segment": "s", "delegation_token": "",
                             "suggested_key_count": 1, "continuation_token": b""}
     for bounds in ({"prefix_filter": None, "from_key": b"a"}, {"to_key": bytearray(b"z")},
                    {"prefix_filter": "text"}, {"from_key": b"x" * 70000}):
-        _same(pravega.ReadTableKeys(**keys, **bounds).encode)
-        _same(pravega.Frame(body=pravega.ReadTableKeys(**keys, **bounds)).encode)
+        same(pravega.ReadTableKeys(**keys, **bounds).encode)
+        same(pravega.Frame(body=pravega.ReadTableKeys(**keys, **bounds)).encode)
     flags: list[Any] = [1, None, "yes"]
     for flag in flags:
-        _same(pravega.CreateTableSegment(request_id=1, segment="s", delegation_token="",
+        same(pravega.CreateTableSegment(request_id=1, segment="s", delegation_token="",
                                          sorted_deprecated=flag).encode)

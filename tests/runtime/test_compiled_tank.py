@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from bench import frames_protocols
 from protoframe.generated.tank import frames as tank
 from protoframe.runtime.codec import compiled, compiled_frames
+from tests.support.codec_agreement import outcome, same
 from tests.support.examples import scaled
 
 pytestmark = pytest.mark.skipif(
@@ -32,28 +33,11 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _outcome(fn: Callable[[], Any]) -> tuple[str, Any]:
-    try:
-        value = fn()
-    except Exception as exc:  # noqa: BLE001 - the exception is the thing compared
-        return "raised", (type(exc), str(exc))
-    return "value", repr(value)
-
-
-def _same(fn: Callable[[], Any]) -> tuple[str, Any]:
-    """``fn``'s outcome, the same with the compiled codecs as with the Python ones."""
-    fast = _outcome(fn)
-    with compiled.pure_python():
-        python = _outcome(fn)
-    assert fast == python
-    return fast
-
-
 def _same_decodes(cls: type, data: bytes) -> str:
     if cls is tank.Frame:
-        return _same(lambda: tank.Frame.decode(data, to_server=True))[0]
-    kind = _same(lambda: cls.decode(data))[0]  # type: ignore[attr-defined]
-    _same(lambda: cls.decode_from(data, 0, len(data)))  # type: ignore[attr-defined]
+        return same(lambda: tank.Frame.decode(data, to_server=True))[0]
+    kind = same(lambda: cls.decode(data))[0]  # type: ignore[attr-defined]
+    same(lambda: cls.decode_from(data, 0, len(data)))  # type: ignore[attr-defined]
     return kind
 
 
@@ -130,8 +114,8 @@ def test_the_produce_path_and_the_bundles_are_compiled() -> None:
 def test_random_produce_frames_round_trip_the_same_with_both_codecs(seed: int, with_seqnum: bool,
                                                                    odd: int) -> None:
     frame = _produce(random.Random(seed), with_seqnum, odd)
-    kind, _ = _same(frame.encode)
-    _same(frame.body.encode)
+    kind, _ = same(frame.encode)
+    same(frame.body.encode)
     if kind == "value":
         wire = frame.encode()
         assert _same_decodes(tank.Frame, wire) == "value"
@@ -149,7 +133,7 @@ def test_random_bundles_and_chunks_round_trip_the_same_with_both_codecs(seed: in
     chunk = tank.Chunk(bundles=[tank.BundleEntry(bundle=b) for b in bundles])
     values: list[tank.Bundle | tank.Chunk] = [*bundles, chunk]
     for value in values:
-        kind, _ = _same(value.encode)
+        kind, _ = same(value.encode)
         if kind == "value":
             wire = value.encode()
             assert _same_decodes(type(value), wire) == "value"
@@ -163,13 +147,13 @@ def test_odd_frame_bodies_encode_as_the_python_codec_does() -> None:
                                      required_acks=1, ack_timeout=1, topics=[]),
                  tank.ProduceRequest(client_version=2**16, request_id=1, client_id="c",
                                      required_acks=1, ack_timeout=1, topics=[])):
-        _same(tank.Frame(body=body).encode)  # type: ignore[arg-type]
+        same(tank.Frame(body=body).encode)  # type: ignore[arg-type]
 
 
 def test_the_bench_frames_agree() -> None:
     wire = frames_protocols.tank_ours_encode()
-    assert _same(frames_protocols.tank_ours_encode)[1] == repr(wire)
-    _same(lambda: frames_protocols.tank_ours_decode(wire))
+    assert same(frames_protocols.tank_ours_encode)[1] == repr(wire)
+    same(lambda: frames_protocols.tank_ours_decode(wire))
     assert frames_protocols.tank_ours_decode(wire) == frames_protocols.TANK_EXPECTED
 
 
@@ -195,14 +179,14 @@ def test_values_breaking_the_specs_rules_encode_as_the_python_codec_does() -> No
     ]
     for change in odd:
         bundle = tank.Bundle(**{**plain, **change})
-        _same(bundle.encode)
-        _same(tank.BundleEntry(bundle=bundle).encode)
+        same(bundle.encode)
+        same(tank.BundleEntry(bundle=bundle).encode)
         partition = tank.ProducePartition(partition=1, bundle=bundle)
-        _same(lambda: partition.encode(with_seqnum=False))  # noqa: B023
-        _same(partition.encode)  # type: ignore[arg-type]  # its params left out
+        same(lambda: partition.encode(with_seqnum=False))  # noqa: B023
+        same(partition.encode)  # type: ignore[arg-type]  # its params left out
         topic = tank.ProduceTopic(name="t", partitions=[partition])
-        _same(lambda: topic.encode(with_seqnum=True))  # noqa: B023
-        _same(tank.ProduceRequest(client_version=2, request_id=1, client_id="c", required_acks=1,
+        same(lambda: topic.encode(with_seqnum=True))  # noqa: B023
+        same(tank.ProduceRequest(client_version=2, request_id=1, client_id="c", required_acks=1,
                                   ack_timeout=1, topics=[tank.ProduceTopic(name="t", partitions=[
                                       tank.ProducePartition(partition=1, bundle=bundle)])]).encode)
     odd_messages: list[dict[str, Any]] = [
@@ -219,17 +203,17 @@ def test_values_breaking_the_specs_rules_encode_as_the_python_codec_does() -> No
                                  first_seqnum=1 if sparse else None,
                                  last_seqnum_delta=1 if sparse else None,
                                  messages=tank.MessageSet(messages=msgs))
-            _same(bundle.encode)
+            same(bundle.encode)
     seqnum = tank.ProducePartition(partition=1, bundle=good)
     for with_seqnum, first in ((True, None), (True, 5), (False, 5), (True, -1), (True, True)):
         seqnum.first_msg_seqnum = first
         request = tank.ProduceWithSeqnumRequest if with_seqnum else tank.ProduceRequest
-        _same(request(client_version=2, request_id=1, client_id="c", required_acks=1,
+        same(request(client_version=2, request_id=1, client_id="c", required_acks=1,
                       ack_timeout=1, topics=[tank.ProduceTopic(name="t", partitions=[seqnum])]
                       ).encode)
     many = tank.ProduceTopic(name="t", partitions=[tank.ProducePartition(
         partition=1, bundle=tank.Bundle(codec=1, sparse=False, msg_count=1, compressed=b""))] * 256)
-    _same(tank.ProduceRequest(client_version=2, request_id=1, client_id="c", required_acks=1,
+    same(tank.ProduceRequest(client_version=2, request_id=1, client_id="c", required_acks=1,
                               ack_timeout=1, topics=[many]).encode)
 
 
@@ -240,13 +224,13 @@ def test_a_struct_taking_params_on_its_own_runs_the_python_methods() -> None:
     wire = message.encode(sparse=True, first=False, last=False)
     for kwargs in ({"sparse": True, "first": False, "last": False},
                    {"sparse": False, "first": True, "last": True}, {}):
-        _same(lambda: message.encode(**kwargs))  # noqa: B023
-        _same(lambda: tank.Message.decode(wire, **kwargs))  # noqa: B023
-        _same(lambda: tank.Message.decode_from(wire, 0, len(wire), **kwargs))  # noqa: B023
-    _same(message.encode)  # type: ignore[arg-type]
+        same(lambda: message.encode(**kwargs))  # noqa: B023
+        same(lambda: tank.Message.decode(wire, **kwargs))  # noqa: B023
+        same(lambda: tank.Message.decode_from(wire, 0, len(wire), **kwargs))  # noqa: B023
+    same(message.encode)  # type: ignore[arg-type]
     messages = tank.MessageSet(messages=[message])
-    _same(lambda: messages.encode(count=1, sparse=True))
-    _same(lambda: messages.encode(count=2, sparse=True))
+    same(lambda: messages.encode(count=1, sparse=True))
+    same(lambda: messages.encode(count=2, sparse=True))
 
 
 # --- damaged input --------------------------------------------------------------------------------
@@ -351,7 +335,7 @@ def test_well_formed_produce_requests_and_bundles_stay_in_c() -> None:
         assert _python_calls(lambda: decode(wire)) == [], cls  # noqa: B023
         assert _python_calls(value.encode) == [], cls
     # A give-up does run them: the check above would see it.
-    assert _python_calls(lambda: _outcome(lambda: tank.Bundle.decode(b"\x04"))) != []
+    assert _python_calls(lambda: outcome(lambda: tank.Bundle.decode(b"\x04"))) != []
 
 
 def test_omitted_conditional_fields_are_none_with_both_constructors() -> None:

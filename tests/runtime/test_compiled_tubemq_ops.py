@@ -29,6 +29,7 @@ from bench import frames_protocols
 from protoframe.generated.tubemq import frames as tubemq
 from protoframe.generated.tubemq import rpc
 from protoframe.runtime.codec import compiled, compiled_frames
+from tests.support.codec_agreement import outcome, same, same_decodes
 from tests.support.examples import scaled
 from tests.support.generate import generate_text
 
@@ -75,29 +76,6 @@ def m(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
     return generate_text(tmp_path_factory.mktemp("bops"), "bops", SPEC, "bops_pkg")
 
 
-def _outcome(fn: Callable[[], Any]) -> tuple[str, Any]:
-    try:
-        value = fn()
-    except Exception as exc:  # noqa: BLE001 - the exception is the thing compared
-        return "raised", (type(exc), str(exc))
-    return "value", repr(value)
-
-
-def _same(fn: Callable[[], Any]) -> tuple[str, Any]:
-    """``fn``'s outcome, the same with the compiled codecs as with the Python ones."""
-    fast = _outcome(fn)
-    with compiled.pure_python():
-        python = _outcome(fn)
-    assert fast == python
-    return fast
-
-
-def _same_decodes(cls: type, data: bytes) -> str:
-    kind = _same(lambda: cls.decode(data))[0]  # type: ignore[attr-defined]
-    _same(lambda: cls.decode_from(data, 0, len(data)))  # type: ignore[attr-defined]
-    return kind
-
-
 def test_the_new_operations_are_compiled(m: ModuleType) -> None:
     for cls in (m.Frame, m.Content, m.Item, tubemq.Frame, tubemq.RpcRequest,
                 tubemq.RpcResponse, tubemq.RpcContent):
@@ -126,10 +104,10 @@ def test_random_frames_round_trip_the_same_with_both_codecs(
         m: ModuleType, tag: int, a: int, items: list[tuple[int, bytes]], la: int,
         lb: bytes) -> None:
     frame = _frame(m, tag, a, items, la, lb if la == 1 else None)
-    kind, _ = _same(frame.encode)  # content past 6 blocks of 5 bytes: the same error
+    kind, _ = same(frame.encode)  # content past 6 blocks of 5 bytes: the same error
     if kind == "value":
         wire = frame.encode()
-        assert _same_decodes(m.Frame, wire) == "value"
+        assert same_decodes(m.Frame, wire) == "value"
         assert m.Frame.decode(wire) == frame
 
 
@@ -151,8 +129,8 @@ def _samples(m: ModuleType) -> list[tuple[Any, bytes]]:
 def test_every_truncation_gives_the_same_outcome(m: ModuleType) -> None:
     for cls, wire in _samples(m):
         for cut in range(len(wire)):
-            _same_decodes(cls, wire[:cut])
-        _same_decodes(cls, wire + b"\x00")
+            same_decodes(cls, wire[:cut])
+        same_decodes(cls, wire + b"\x00")
 
 
 def test_random_damage_gives_the_same_outcome(m: ModuleType) -> None:
@@ -163,7 +141,7 @@ def test_random_damage_gives_the_same_outcome(m: ModuleType) -> None:
             bad = bytearray(wire)
             for _ in range(rng.randint(1, 3)):
                 bad[rng.randrange(len(bad))] = rng.randrange(256)
-            outcomes[_same_decodes(cls, bytes(bad))] += 1
+            outcomes[same_decodes(cls, bytes(bad))] += 1
     assert min(outcomes.values()) > 0, outcomes
 
 
@@ -186,7 +164,7 @@ def test_odd_block_layouts_match(m: ModuleType) -> None:
         _blocks(2, content),  # a block missing
         struct.pack(">BH", 1, 0xFFFF) + content,  # a length past the end
     ]
-    kinds = [_same_decodes(m.Frame, b"\x05" + case + loose) for case in cases]
+    kinds = [same_decodes(m.Frame, b"\x05" + case + loose) for case in cases]
     assert kinds.count("value") == 3, kinds
     head = b"\x05" + _blocks(1, content)
     odd_loose = [
@@ -197,7 +175,7 @@ def test_odd_block_layouts_match(m: ModuleType) -> None:
         _blocks(1, b"\x01\x05", fmt=">hb"),  # Loose's prefix past its content
         _blocks(0, fmt=">hb"),
     ]
-    kinds = [_same_decodes(m.Frame, head + case) for case in odd_loose]
+    kinds = [same_decodes(m.Frame, head + case) for case in odd_loose]
     assert kinds.count("value") == 1, kinds
 
 
@@ -214,7 +192,7 @@ def test_odd_values_encode_as_the_python_codec_does(m: ModuleType) -> None:
         {"tag": 256},
     ]
     for change in odd:
-        _same(m.Frame(**{"tag": good.tag, "content": good.content, "loose": good.loose,
+        same(m.Frame(**{"tag": good.tag, "content": good.content, "loose": good.loose,
                          **change}).encode)
 
 
@@ -223,8 +201,8 @@ def test_odd_values_encode_as_the_python_codec_does(m: ModuleType) -> None:
 
 def test_the_bench_frames_agree() -> None:
     wire = frames_protocols.tubemq_ours_encode()
-    assert _same(frames_protocols.tubemq_ours_encode)[1] == repr(wire)
-    assert _same(lambda: frames_protocols.tubemq_ours_decode(wire))[0] == "value"
+    assert same(frames_protocols.tubemq_ours_encode)[1] == repr(wire)
+    assert same(lambda: frames_protocols.tubemq_ours_decode(wire))[0] == "value"
     assert frames_protocols.tubemq_ours_decode(wire) == frames_protocols.TUBEMQ_EXPECTED
 
 
@@ -257,11 +235,11 @@ def test_requests_and_responses_round_trip(flag: int, success: bool, data: bytes
                                            method: int) -> None:
     frame = _response(data if success else None, method) if flag == 1 else _request(
         data, method, flag)
-    assert _same(frame.encode)[0] == "value"
+    assert same(frame.encode)[0] == "value"
     wire = frame.encode()
-    assert _same_decodes(tubemq.Frame, wire) == "value"
+    assert same_decodes(tubemq.Frame, wire) == "value"
     assert tubemq.Frame.decode(wire) == frame
-    assert _same_decodes(tubemq.RpcContent, frame.content.encode()) == "value"
+    assert same_decodes(tubemq.RpcContent, frame.content.encode()) == "value"
 
 
 def test_halves_that_disagree_with_their_headers_match() -> None:
@@ -297,12 +275,12 @@ def test_halves_that_disagree_with_their_headers_match() -> None:
         tubemq.RpcResponse(header=header, body=b"raw"),  # type: ignore[arg-type]
     ]
     for value in odd + odd_responses:
-        kind, _ = _same(value.encode)
+        kind, _ = same(value.encode)
         if kind == "value":
-            _same_decodes(type(value), value.encode())
+            same_decodes(type(value), value.encode())
         frame_value = tubemq.RpcContent(conn_header=rpc.RpcConnHeader(flag=1), response=value) \
             if isinstance(value, tubemq.RpcResponse) else value
-        _same(tubemq.Frame(serial_no=1, content=frame_value).encode)
+        same(tubemq.Frame(serial_no=1, content=frame_value).encode)
 
 
 def test_a_header_whose_status_is_unknown_or_missing_matches() -> None:
@@ -312,9 +290,9 @@ def test_a_header_whose_status_is_unknown_or_missing_matches() -> None:
     for header in (b"\x08\x00", b"\x08\x07", b"\x08\xff\xff\xff\xff\x0f", b"", b"\x10\x01",
                    b"\x08\x00\x08\x01"):
         wire = bytes([len(header)]) + header + bytes([len(body)]) + body
-        _same_decodes(tubemq.RpcResponse, wire)
+        same_decodes(tubemq.RpcResponse, wire)
         content = b"\x02\x08\x01" + wire
-        _same_decodes(tubemq.RpcContent, content)
+        same_decodes(tubemq.RpcContent, content)
 
 
 @settings(max_examples=scaled(60), deadline=None)
@@ -323,9 +301,9 @@ def test_a_header_whose_status_is_unknown_or_missing_matches() -> None:
 def test_requests_of_many_blocks_round_trip(size: int, method: int, serial: int) -> None:
     frame = _request(bytes([size % 251]) * size, method)
     frame.serial_no = serial
-    assert _same(frame.encode)[0] == "value"
+    assert same(frame.encode)[0] == "value"
     wire = frame.encode()
-    assert _same_decodes(tubemq.Frame, wire) == "value"
+    assert same_decodes(tubemq.Frame, wire) == "value"
     assert tubemq.Frame.decode(wire) == frame
 
 
@@ -347,8 +325,8 @@ def test_odd_tubemq_values_encode_as_the_python_codec_does() -> None:
         request = frame.content.request
         assert request is not None
         change()
-        _same(frame.encode)
-        _same(request.encode)
+        same(frame.encode)
+        same(request.encode)
 
 
 def test_an_overlong_varint_prefix_matches() -> None:
@@ -358,7 +336,7 @@ def test_an_overlong_varint_prefix_matches() -> None:
     body = request.body.encode()
     for prefix in (b"\x80" * 9 + b"\x00", b"\x80" * 10 + b"\x00", b"\xff" * 10,
                    bytes([len(header) | 0x80, 0])):
-        _same_decodes(tubemq.RpcRequest, prefix + header + bytes([len(body)]) + body)
+        same_decodes(tubemq.RpcRequest, prefix + header + bytes([len(body)]) + body)
 
 
 @pytest.mark.slow  # a leak check: many rounds, counted
@@ -368,7 +346,7 @@ def test_no_reference_leaks(m: ModuleType) -> None:
         for cls, wire in samples:
             cls.decode(wire).encode()
             for cut in range(0, len(wire), 7):
-                _outcome(lambda: cls.decode(wire[:cut]))  # noqa: B023
+                outcome(lambda: cls.decode(wire[:cut]))  # noqa: B023
     gc.collect()
     counts = [sys.getrefcount(wire) for _, wire in samples]
     total = sys.gettotalrefcount() if hasattr(sys, "gettotalrefcount") else None
@@ -376,7 +354,7 @@ def test_no_reference_leaks(m: ModuleType) -> None:
         for cls, wire in samples:
             cls.decode(wire).encode()
             for cut in range(0, len(wire), 7):
-                _outcome(lambda: cls.decode(wire[:cut]))  # noqa: B023
+                outcome(lambda: cls.decode(wire[:cut]))  # noqa: B023
     gc.collect()
     assert [sys.getrefcount(wire) for _, wire in samples] == counts
     if total is not None:

@@ -363,7 +363,9 @@ class ReadLenenc(FieldOp):
     """A MySQL length-encoded integer (``encoding: lenenc``); ``nullable``: its NULL (0xfb)
     reads as None, else NULL is an error; ``const``: the value it must have."""
 
-    word: ClassVar[str] = "lenenc"
+    # Not the C vocabulary's "lenenc" (bytes or text after such an integer): the compiled
+    # codec has no row for the integer itself, so a struct holding one keeps the Python codec.
+    word: ClassVar[str] = "lenenc_int"
     const: int | None
     nullable: bool
 

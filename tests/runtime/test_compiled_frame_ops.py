@@ -30,7 +30,13 @@ from protoframe.generated.pulsar import frames as pulsar_frames
 from protoframe.generated.pulsar import pulsar_api
 from protoframe.generated.tank import frames as tank
 from protoframe.runtime.codec import compiled, compiled_frames
-from tests.support.codec_agreement import outcome, same, same_decodes
+from tests.support.codec_agreement import (
+    check_random_damage,
+    check_truncations,
+    outcome,
+    same,
+    same_decodes,
+)
 from tests.support.examples import scaled
 from tests.support.generate import generate_text
 
@@ -268,22 +274,11 @@ def _samples(m: ModuleType) -> list[tuple[Any, bytes]]:
 
 
 def test_every_truncation_gives_the_same_outcome(m: ModuleType) -> None:
-    for cls, wire in _samples(m):
-        for cut in range(len(wire)):
-            same_decodes(cls, wire[:cut])
-        same_decodes(cls, wire + b"\x00")
+    check_truncations(_samples(m))
 
 
 def test_random_damage_gives_the_same_outcome(m: ModuleType) -> None:
-    rng = random.Random(21)
-    outcomes = {"value": 0, "raised": 0}
-    for cls, wire in _samples(m):
-        for _ in range(scaled(150)):
-            bad = bytearray(wire)
-            for _ in range(rng.randint(1, 3)):
-                bad[rng.randrange(len(bad))] = rng.randrange(256)
-            outcomes[same_decodes(cls, bytes(bad))] += 1
-    assert min(outcomes.values()) > 0, outcomes
+    check_random_damage(_samples(m), seed=21, rounds=scaled(150))
 
 
 def test_sizes_and_prefixes_past_their_region_match(m: ModuleType) -> None:

@@ -13,7 +13,6 @@ holds one of each, and the MariaDB example's own package uses them.
 
 from __future__ import annotations
 
-import random
 import struct
 import sys
 from collections.abc import Callable
@@ -26,7 +25,13 @@ from hypothesis import strategies as st
 
 from bench import frames_examples
 from protoframe.runtime.codec import compiled, compiled_frames
-from tests.support.codec_agreement import outcome, same, same_decodes
+from tests.support.codec_agreement import (
+    check_random_damage,
+    check_truncations,
+    outcome,
+    same,
+    same_decodes,
+)
 from tests.support.examples import scaled
 from tests.support.generate import generate_text
 
@@ -224,22 +229,11 @@ def _samples(m: ModuleType) -> list[tuple[Any, bytes]]:
 
 
 def test_every_truncation_gives_the_same_outcome(m: ModuleType) -> None:
-    for cls, wire in _samples(m):
-        for cut in range(len(wire)):
-            same_decodes(cls, wire[:cut])
-        same_decodes(cls, wire + b"\x00")
+    check_truncations(_samples(m))
 
 
 def test_random_damage_gives_the_same_outcome(m: ModuleType) -> None:
-    rng = random.Random(21)
-    outcomes = {"value": 0, "raised": 0}
-    for cls, wire in _samples(m):
-        for _ in range(scaled(150)):
-            bad = bytearray(wire)
-            for _ in range(rng.randint(1, 3)):
-                bad[rng.randrange(len(bad))] = rng.randrange(256)
-            outcomes[same_decodes(cls, bytes(bad))] += 1
-    assert min(outcomes.values()) > 0, outcomes
+    check_random_damage(_samples(m), seed=21, rounds=scaled(150))
 
 
 @pytest.mark.parametrize("prefix", [

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from bench import frames_protocols
 from protoframe.generated.tank import frames as tank
 from protoframe.runtime.codec import compiled, compiled_frames
-from tests.support.codec_agreement import outcome, same
+from tests.support.codec_agreement import check_random_damage, check_truncations, outcome, same
 from tests.support.examples import scaled
 
 pytestmark = pytest.mark.skipif(
@@ -256,22 +256,11 @@ def _samples() -> list[tuple[type, bytes]]:
 
 @pytest.mark.slow  # every cut of a 1,000-message bundle: seconds (random damage covers it fast)
 def test_every_truncation_gives_the_same_outcome() -> None:
-    for cls, wire in _samples():
-        for cut in range(len(wire)):
-            _same_decodes(cls, wire[:cut])
-        _same_decodes(cls, wire + b"\x00")
+    check_truncations(_samples(), _same_decodes)
 
 
 def test_random_damage_gives_the_same_outcome() -> None:
-    rng = random.Random(22)
-    outcomes = {"value": 0, "raised": 0}
-    for cls, wire in _samples():
-        for _ in range(scaled(100)):
-            bad = bytearray(wire)
-            for _ in range(rng.randint(1, 3)):
-                bad[rng.randrange(len(bad))] = rng.randrange(256)
-            outcomes[_same_decodes(cls, bytes(bad))] += 1
-    assert min(outcomes.values()) > 0, outcomes
+    check_random_damage(_samples(), seed=22, rounds=scaled(100), decodes=_same_decodes)
 
 
 def test_odd_headers_decode_as_the_python_codec_does() -> None:

@@ -14,7 +14,6 @@ that a few bytes take several; TubeMQ's own frames hold the messages.
 from __future__ import annotations
 
 import gc
-import random
 import struct
 import sys
 from collections.abc import Callable
@@ -29,7 +28,13 @@ from bench import frames_protocols
 from protoframe.generated.tubemq import frames as tubemq
 from protoframe.generated.tubemq import rpc
 from protoframe.runtime.codec import compiled, compiled_frames
-from tests.support.codec_agreement import outcome, same, same_decodes
+from tests.support.codec_agreement import (
+    check_random_damage,
+    check_truncations,
+    outcome,
+    same,
+    same_decodes,
+)
 from tests.support.examples import scaled
 from tests.support.generate import generate_text
 
@@ -127,22 +132,11 @@ def _samples(m: ModuleType) -> list[tuple[Any, bytes]]:
 
 
 def test_every_truncation_gives_the_same_outcome(m: ModuleType) -> None:
-    for cls, wire in _samples(m):
-        for cut in range(len(wire)):
-            same_decodes(cls, wire[:cut])
-        same_decodes(cls, wire + b"\x00")
+    check_truncations(_samples(m))
 
 
 def test_random_damage_gives_the_same_outcome(m: ModuleType) -> None:
-    rng = random.Random(13)
-    outcomes = {"value": 0, "raised": 0}
-    for cls, wire in _samples(m):
-        for _ in range(scaled(200)):
-            bad = bytearray(wire)
-            for _ in range(rng.randint(1, 3)):
-                bad[rng.randrange(len(bad))] = rng.randrange(256)
-            outcomes[same_decodes(cls, bytes(bad))] += 1
-    assert min(outcomes.values()) > 0, outcomes
+    check_random_damage(_samples(m), seed=13, rounds=scaled(200))
 
 
 def _blocks(count: int, *blocks: bytes, fmt: str = ">BH") -> bytes:

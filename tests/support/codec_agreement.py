@@ -7,7 +7,8 @@ their cases through :func:`same`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import random
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from protoframe.runtime.codec import compiled
@@ -37,3 +38,32 @@ def same_decodes(cls: Any, data: bytes) -> str:
     kind = same(lambda: cls.decode(data))[0]
     same(lambda: cls.decode_from(data, 0, len(data)))
     return kind
+
+
+Decodes = Callable[[Any, bytes], str]
+
+
+def check_truncations(samples: Iterable[tuple[Any, bytes]], decodes: Decodes = same_decodes,
+                      trailers: tuple[bytes, ...] = (b"\x00",)) -> None:
+    """Every cut of each sample's wire form, and the whole with each trailer after it, decodes
+    (or fails) alike with both codecs."""
+    for cls, wire in samples:
+        for cut in range(len(wire)):
+            decodes(cls, wire[:cut])
+        for trailer in trailers:
+            decodes(cls, wire + trailer)
+
+
+def check_random_damage(samples: Iterable[tuple[Any, bytes]], seed: int, rounds: int,
+                        decodes: Decodes = same_decodes) -> None:
+    """``rounds`` copies of each sample with 1 to 3 bytes overwritten decode (or fail) alike
+    with both codecs; both outcomes must occur, so the damage reaches the checks."""
+    rng = random.Random(seed)
+    outcomes = {"value": 0, "raised": 0}
+    for cls, wire in samples:
+        for _ in range(rounds):
+            bad = bytearray(wire)
+            for _ in range(rng.randint(1, 3)):
+                bad[rng.randrange(len(bad))] = rng.randrange(256)
+            outcomes[decodes(cls, bytes(bad))] += 1
+    assert min(outcomes.values()) > 0, outcomes

@@ -30,7 +30,8 @@ and the columnar decoder, and again with the per-row generated codec) and by Spa
 ``from_protobuf`` (the spark-protobuf package
 matching the installed PySpark, which the session loads with ``spark.jars.packages``; see
 ``bench.spark_protobuf`` and ``bench.spark_orders``). Both must produce equal rows on a sample
-first. When the package cannot be fetched its row says why and the rest of the bench runs.
+first. When the package cannot be fetched its row says why and the rest of the bench runs;
+a build of it made on the machine can stand in (``bench.spark_protobuf.LOCAL_JARS_ENV``).
 
 About three to four minutes in all at the default N; ``BENCH_SPARK_N=100000`` for a quick run.
 Timings on a shared machine vary from run to run; the ratio is what to look at.
@@ -246,7 +247,9 @@ def _run(work: Path) -> None:
 
     resolving = time.perf_counter()
     package = resolve()
-    status = "NOT AVAILABLE" if package.error is not None else f"cached in {IVY_DIR}"
+    status = ("NOT AVAILABLE" if package.error is not None
+              else f"jars {', '.join(package.jars)}" if package.jars
+              else f"cached in {IVY_DIR}")
     print(f"spark-protobuf: {package.coordinate}: {status} "
           f"({time.perf_counter() - resolving:.1f} s)")
     orders_values = spark_orders.order_values(DISTINCT)

@@ -8,6 +8,11 @@ The coordinate follows the installed PySpark: its version and the Scala version 
 
 ``resolve`` fetches it once, in a separate ``spark-submit`` that only resolves, so that a
 failure is reported with Spark's own error text instead of a gateway that did not start.
+
+Where the registry does not serve the package for this PySpark, a build of it made on the
+machine can stand in: ``PROTOFRAME_SPARK_PROTOBUF_JARS`` names its jar and the protobuf-java
+jars it needs (comma-separated paths), and the session loads them with ``spark.jars``. Nothing
+of such a build is part of the repository; the bench prints which jars it used.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 IVY_DIR = REPO / "interop" / "spark" / "target" / "ivy"
 RESOLVE_TIMEOUT_S = 600.0  # a cold fetch on a loaded machine
+LOCAL_JARS_ENV = "PROTOFRAME_SPARK_PROTOBUF_JARS"
 
 # Ivy prints a page of warnings around the one line that says why; these are that line.
 _REASON_LINE = re.compile(r"unresolved dependency|Exception in thread|Exception:", re.I)
@@ -35,11 +41,14 @@ _ADDRESS = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+|\bHost \S+", re.I)
 class Package:
     coordinate: str  # group:artifact:version
     error: str | None  # why it could not be resolved; None when it is ready
+    jars: tuple[str, ...] = ()  # a local build's jars, used instead of the coordinate
 
     def session_conf(self) -> dict[str, str]:
         """What a SparkSession needs to load the package (nothing when it is not ready)."""
         if self.error is not None:
             return {}
+        if self.jars:
+            return {"spark.jars": ",".join(self.jars)}
         return {"spark.jars.packages": self.coordinate, "spark.jars.ivy": str(IVY_DIR)}
 
 
@@ -80,8 +89,21 @@ def error_summary(output: str, limit: int = 6) -> str:
     return f"{reason} (resolvers tried: {', '.join(tried)})" if tried else reason
 
 
+def local_build(value: str) -> Package:
+    """The jars ``LOCAL_JARS_ENV`` names, each of which must exist."""
+    jars = tuple(str(Path(part).resolve()) for part in value.split(",") if part.strip())
+    missing = [jar for jar in jars if not Path(jar).is_file()]
+    if not jars or missing:
+        return Package("local build", f"{LOCAL_JARS_ENV} names no jar or a missing one: "
+                                      f"{', '.join(missing) or repr(value)}")
+    return Package(f"local build ({', '.join(Path(jar).name for jar in jars)})", None, jars)
+
+
 def resolve() -> Package:
     """The spark-protobuf package for the installed PySpark, fetched into ``IVY_DIR`` if needed."""
+    local = os.environ.get(LOCAL_JARS_ENV)
+    if local:
+        return local_build(local)
     try:
         coord = coordinate()
     except Exception as exc:

@@ -71,6 +71,21 @@ def test_session_conf_only_when_resolved() -> None:
     assert spark_protobuf.Package("g:a:1", "no network").session_conf() == {}
 
 
+def test_a_local_build_is_loaded_by_path(tmp_path: Path, monkeypatch: Any) -> None:
+    jar, runtime = tmp_path / "spark-protobuf.jar", tmp_path / "protobuf-java.jar"
+    jar.write_bytes(b"PK")
+    runtime.write_bytes(b"PK")
+    monkeypatch.setenv(spark_protobuf.LOCAL_JARS_ENV, f"{jar},{runtime}")
+    package = spark_protobuf.resolve()
+    assert package.error is None
+    assert package.session_conf() == {"spark.jars": f"{jar},{runtime}"}
+    assert "spark-protobuf.jar" in package.coordinate
+    monkeypatch.setenv(spark_protobuf.LOCAL_JARS_ENV, f"{jar},{tmp_path / 'gone.jar'}")
+    missing = spark_protobuf.resolve()
+    assert missing.error is not None and "gone.jar" in missing.error
+    assert missing.session_conf() == {}
+
+
 def test_error_summary_keeps_the_reason() -> None:
     output = "\n".join([
         ":: resolving dependencies :: org.apache.spark#spark-submit-parent;1.0",

@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 
 from protoframe.generated.pravega import frames as pravega
-from protoframe.generator.build import load_frame_specs
-from protoframe.generator.layout_plan import SpecPlans, plan_spec
-from protoframe.generator.proto_model import load_protocol
-from protoframe.runtime.codec import compiled, compiled_frames
+from protoframe.generator.layout_plan import SpecPlans
+from protoframe.runtime.codec import compiled_frames
+from tests.support.compiled_pins import check_running, check_tables, check_words, spec_plans
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,31 +28,20 @@ NOT_COMPILED_WITH_KNOWN_WORDS = frozenset({"KeepAlive"})
 
 @pytest.fixture(scope="module")
 def plans() -> SpecPlans:
-    specs = ROOT / "specs"
-    [spec] = load_frame_specs(specs, "specs", load_protocol(specs, "pravega", "specs"))
-    return plan_spec(spec)
+    return spec_plans(ROOT / "specs", "pravega")
 
 
 def test_the_operations_keeping_pravega_structs_on_the_python_codec(plans: SpecPlans) -> None:
-    names = [plan.name for plan in plans]
-    assert set(UNKNOWN_TO_C) | NOT_COMPILED_WITH_KNOWN_WORDS <= set(names)
-    for plan in plans:
-        got = tuple((getattr(op, "name", ""), op.word) for op in plan.unknown_to_c)
-        assert got == UNKNOWN_TO_C.get(plan.name, ()), plan.name
-        expected = plan.name not in UNKNOWN_TO_C and plan.name not in NOT_COMPILED_WITH_KNOWN_WORDS
-        assert plan.compiled == expected, plan.name
+    check_words(plans, UNKNOWN_TO_C, known_but_off=NOT_COMPILED_WITH_KNOWN_WORDS,
+                every_struct=False)
 
 
 def test_the_generated_tables_are_those_of_the_compiled_structs(plans: SpecPlans) -> None:
-    text = (ROOT / "generated" / "pravega" / "frames.py").read_text()
-    tables = text[text.index("install_frame_layouts(("):]
-    for plan in plans:
-        assert (f"    ({plan.name}, " in tables) == plan.compiled, plan.name
+    check_tables(plans, ROOT / "generated" / "pravega" / "frames.py")
 
 
 @pytest.mark.skipif(
     not compiled_frames.available(),
     reason="runtime.codec._framecodec is not built or PROTOFRAME_PURE_PYTHON is set")
 def test_the_compiled_codec_runs_exactly_the_compiled_structs(plans: SpecPlans) -> None:
-    for plan in plans:
-        assert compiled.is_compiled(getattr(pravega, plan.name)) == plan.compiled, plan.name
+    check_running(plans, pravega)

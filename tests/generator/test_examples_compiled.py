@@ -1,0 +1,113 @@
+"""Which structs of the example protocols (examples/: MariaDB, AMQP, WebSocket) the compiled
+frame codec takes, and, for the others, the operations whose words it lacks (issue #21's rows
+for the examples): the map that each step teaching the C codec a word updates, so a step that
+moves a struct onto C (or off it) shows here."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench import frames_examples  # noqa: F401  (puts the examples' packages on sys.path)
+from protoframe.generator.layout_plan import SpecPlans
+from protoframe.runtime.codec import compiled_frames
+from tests.support.compiled_pins import check_running, check_tables, check_words, spec_plans
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# example -> (its generated frames module, struct -> (field name, word) of each operation the
+# C codec does not know, for the structs it does not take)
+_BITS = ("bits", "value_other")
+UNKNOWN_TO_C: dict[str, tuple[str, dict[str, tuple[tuple[str, str], ...]]]] = {
+    "mariadb": ("mariadb_example.proto.mariadb.frames", {
+        "Greeting": (("length", "adjusted_size_rest"), ("server_version", "terminated"),
+                     ("auth_plugin_data_2", "condition_other"),
+                     ("auth_plugin_name", "condition_other")),
+        "HandshakeResponse": (("username", "terminated"), ("database", "condition_other"),
+                              ("auth_plugin_name", "condition_other")),
+        "AuthSwitchRequest": (("plugin_name", "terminated"),),
+        "OkPacket": (("affected_rows", "lenenc_int"), ("last_insert_id", "lenenc_int"),
+                     ("info", "prefix")),
+        "QueryResponse": (("column_count", "condition_other"),),
+        "ColumnDefinition": (("catalog", "prefix"), ("fixed_length", "lenenc_int")),
+    }),
+    "amqp": ("amqp_client.proto.amqp.frames", {
+        "F32Value": (("value", "float"),),
+        "F64Value": (("value", "float"),),
+        "FieldArray2": (("items", "array"),),
+        "FieldTable2": (("entries", "array"),),
+        "FieldArray1": (("items", "array"),),
+        "FieldTable1": (("entries", "array"),),
+        "FieldTable": (("entries", "array"),),
+        "FieldArray": (("items", "array"),),
+        "ConnectionOpen": (("reserved_1", "prefix"), _BITS, ("reserved_2", "bit_field")),
+        "ConnectionOpenOk": (("reserved_1", "prefix"),),
+        "ChannelOpen": (("reserved_1", "prefix"),),
+        "ChannelOpenOk": (("reserved_1", "prefix"),),
+        "QueueDeclare": (_BITS, ("no_wait", "bit_field"), ("auto_delete", "bit_field"),
+                         ("exclusive", "bit_field"), ("durable", "bit_field"),
+                         ("passive", "bit_field")),
+        "BasicConsume": (_BITS, ("no_wait", "bit_field"), ("exclusive", "bit_field"),
+                         ("no_ack", "bit_field"), ("no_local", "bit_field")),
+        "BasicPublish": (_BITS, ("immediate", "bit_field"), ("mandatory", "bit_field")),
+        "BasicDeliver": (_BITS, ("redelivered", "bit_field")),
+        "BasicGet": (_BITS, ("no_ack", "bit_field")),
+        "BasicGetOk": (_BITS, ("redelivered", "bit_field")),
+        "BasicGetEmpty": (("reserved_1", "prefix"),),
+        "BasicAck": (_BITS, ("multiple", "bit_field")),
+        "ContentHeader": (("flags", "value_other"),) + tuple(
+            (f"has_{name}", "bit_field") for name in (
+                "content_type", "content_encoding", "headers", "delivery_mode", "priority",
+                "correlation_id", "reply_to", "expiration", "message_id", "timestamp", "type",
+                "user_id", "app_id", "cluster_id")) + (("headers", "condition_other"),),
+    }),
+    "websocket": ("websocket_app.proto.websocket.frames", {
+        "Upgrade": (("", "delimited"), ("target", "terminated")),
+        "Accepted": (("", "delimited"), ("status", "terminated"), ("reason", "terminated")),
+        "CloseBody": (("code", "int_range"),),
+        "Frame": (("b0", "value_other"), ("fin", "bit_field"), ("opcode", "bit_field"),
+                  ("b1", "value_other"), ("masked", "bit_field"), ("len7", "bit_field"),
+                  ("len16", "condition_other"), ("len64", "condition_other"),
+                  ("payload", "masked_bytes"), ("", "requires")),
+    }),
+}
+# Known words, but kept off the C codec all the same: a struct with no fields has no table to
+# run, and a struct holding one kept off is kept off too (AMQP's field values hold its field
+# tables and arrays; its Method switches to ConnectionStart and the other methods kept off).
+KNOWN_BUT_OFF: dict[str, frozenset[str]] = {
+    "mariadb": frozenset({"AuthResult"}),
+    "amqp": frozenset({
+        "VoidValue", "ArrayValue2", "TableValue2", "ArrayValue1", "TableValue1",
+        "ConnectionStart", "ConnectionStartOk", "ConnectionCloseOk", "ChannelCloseOk", "Method",
+        "Heartbeat"}),
+    "websocket": frozenset(),
+}
+
+
+def _plans(example: str) -> SpecPlans:
+    return spec_plans(ROOT / "examples" / example / "protocols", example, "protocols")
+
+
+@pytest.mark.parametrize("example", sorted(UNKNOWN_TO_C))
+def test_the_operations_keeping_each_example_struct_on_the_python_codec(example: str) -> None:
+    check_words(_plans(example), UNKNOWN_TO_C[example][1], known_but_off=KNOWN_BUT_OFF[example],
+                every_struct=False)
+
+
+@pytest.mark.parametrize("example", sorted(UNKNOWN_TO_C))
+def test_the_generated_tables_are_those_of_the_compiled_structs(example: str) -> None:
+    module = UNKNOWN_TO_C[example][0]
+    source = ROOT / "examples" / example / "src" / f"{module.replace('.', '/')}.py"
+    check_tables(_plans(example), source)
+
+
+@pytest.mark.skipif(
+    not compiled_frames.available(),
+    reason="runtime.codec._framecodec is not built or PROTOFRAME_PURE_PYTHON is set")
+@pytest.mark.parametrize("example", sorted(UNKNOWN_TO_C))
+def test_the_compiled_codec_runs_exactly_the_compiled_structs(example: str) -> None:
+    frames: Any = sys.modules[UNKNOWN_TO_C[example][0]]
+    check_running(_plans(example), frames)

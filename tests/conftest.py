@@ -27,6 +27,7 @@ import pytest
 from hypothesis import settings
 
 from tests.support import real_pulsar as real_pulsar_module
+from tests.support.codec_modes import either_codec  # noqa: F401 (a fixture, found by its name)
 from tests.support.examples import FAST_EXAMPLES
 from tests.support.real_pulsar import RealPulsar
 from tests.support.server_fixtures import (  # noqa: F401 (fixtures, found by their names)

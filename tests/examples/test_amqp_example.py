@@ -30,6 +30,7 @@ from protoframe.runtime.errors import (
     UnknownCommandTypeError,
 )
 from protoframe.runtime.io.connection import Connection
+from tests.support.codec_modes import FIXTURE_PER_TEST
 from tests.support.paths import ROOT
 from tests.support.rabbitmq_server import RabbitMQ
 
@@ -205,9 +206,9 @@ def depth(value: object) -> int:
     return 0
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, suppress_health_check=FIXTURE_PER_TEST)
 @given(st.dictionaries(short, values, max_size=4).filter(lambda v: depth(v) <= 2))
-def test_field_tables_round_trip(table: dict[str, object]) -> None:
+def test_field_tables_round_trip(either_codec: str, table: dict[str, object]) -> None:
     encoded = to_table(table).encode()  # type: ignore[arg-type]
     assert from_table(f.FieldTable.decode(encoded)) == table
 
@@ -230,9 +231,9 @@ payloads = st.one_of(st.builds(f.Method, arguments=methods), properties,
                      st.builds(f.Body, data=st.binary(max_size=64)))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100, deadline=None, suppress_health_check=FIXTURE_PER_TEST)
 @given(st.integers(0, 65535), payloads)
-def test_frames_round_trip(channel: int, payload: f.FramePayload) -> None:
+def test_frames_round_trip(either_codec: str, channel: int, payload: f.FramePayload) -> None:
     frame = f.Frame(channel=channel, payload=payload)
     assert f.Frame.decode(frame.encode()) == frame
 

@@ -19,7 +19,7 @@ from decimal import Decimal
 from typing import Any, TypeVar
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protoframe.runtime.codec.compiled import available, is_compiled, pure_python
@@ -32,6 +32,7 @@ from protoframe.runtime.errors import (
     UnexpectedNullError,
 )
 from protoframe.runtime.io.connection import Connection
+from tests.support.codec_modes import FIXTURE_PER_TEST
 from tests.support.mariadb_server import MariaDB
 from tests.support.paths import ROOT
 
@@ -228,9 +229,10 @@ lenenc_int = st.integers(0, 2**64 - 1)
 text = st.text(max_size=40)
 
 
+@settings(suppress_health_check=FIXTURE_PER_TEST)
 @given(st.integers(0, 255), st.binary(max_size=600), st.integers(1, 40))
-def test_packets_round_trip_through_the_stream(sequence_id: int, payload: bytes,
-                                               step: int) -> None:
+def test_packets_round_trip_through_the_stream(either_codec: str, sequence_id: int,
+                                               payload: bytes, step: int) -> None:
     packet = frames.Packet(sequence_id=sequence_id, payload=payload)
     data = packet.encode()
     assert data == header(payload, sequence_id)
@@ -241,16 +243,18 @@ def test_packets_round_trip_through_the_stream(sequence_id: int, payload: bytes,
     assert got == [packet, packet]
 
 
+@settings(suppress_health_check=FIXTURE_PER_TEST)
 @given(lenenc_int, lenenc_int, u16, u16, text)
-def test_ok_packets_round_trip(affected: int, last_id: int, status: int, warnings: int,
-                               info: str) -> None:
+def test_ok_packets_round_trip(either_codec: str, affected: int, last_id: int, status: int,
+                               warnings: int, info: str) -> None:
     ok = frames.OkPacket(affected_rows=affected, last_insert_id=last_id, status_flags=status,
                          warnings=warnings, info=info)
     assert frames.QueryResponse.decode(ok.encode()) == frames.QueryResponse(ok=ok)
 
 
+@settings(suppress_health_check=FIXTURE_PER_TEST)
 @given(st.lists(st.one_of(st.none(), st.binary(max_size=300)), max_size=8))
-def test_rows_round_trip(values: list[bytes | None]) -> None:
+def test_rows_round_trip(either_codec: str, values: list[bytes | None]) -> None:
     row = frames.RowPacket(values=[frames.Value(value=value) for value in values])
     data = row.encode()
     decoded = frames.RowPacket.decode(data)
@@ -260,9 +264,10 @@ def test_rows_round_trip(values: list[bytes | None]) -> None:
         assert data == b"" and decoded.values == []
 
 
+@settings(suppress_health_check=FIXTURE_PER_TEST)
 @given(text, text, text, st.integers(0, 0xFFFF), st.integers(0, 2**32 - 1), st.integers(0, 255))
-def test_column_definitions_round_trip(schema: str, table: str, name: str, charset: int,
-                                       length: int, column_type: int) -> None:
+def test_column_definitions_round_trip(either_codec: str, schema: str, table: str, name: str,
+                                       charset: int, length: int, column_type: int) -> None:
     column = frames.ColumnDefinition(schema=schema, table=table, org_table=table, name=name,
                                      org_name=name, character_set=charset,
                                      column_length=length, column_type=column_type, flags=0,

@@ -30,6 +30,7 @@ from protoframe.runtime.errors import (
     UnknownEnumValueError,
     ValueNotAllowedError,
 )
+from tests.support.codec_modes import FIXTURE_PER_TEST
 from tests.support.paths import ROOT
 from tests.support.websocket_server import WebSocketServer
 
@@ -165,12 +166,12 @@ def test_bad_frames_raise_their_own_errors() -> None:
     assert Frame.decode(big.encode()) == big  # data frames may be longer
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100, deadline=None, suppress_health_check=FIXTURE_PER_TEST)
 @given(size=st.sampled_from([0, 125, 126, 65535, 65536]) | st.integers(0, 300),
        key=st.none() | st.integers(0, 2**32 - 1), fin=st.booleans(),
        opcode=st.sampled_from(list(Opcode)), cut=st.integers(1, 64))
-def test_frames_round_trip_through_the_stream(size: int, key: int | None, fin: bool,
-                                              opcode: Opcode, cut: int) -> None:
+def test_frames_round_trip_through_the_stream(either_codec: str, size: int, key: int | None,
+                                              fin: bool, opcode: Opcode, cut: int) -> None:
     if opcode >= Opcode.CLOSE:  # a control frame: whole, at most 125 bytes (5.5)
         fin, size = True, min(size, 125)
     value = Frame(fin=fin, opcode=opcode, masking_key=key, payload=bytes([size % 256]) * size)

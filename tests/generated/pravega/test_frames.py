@@ -40,6 +40,7 @@ from protoframe.runtime.errors import (
     UnknownCommandError,
     UnknownCommandTypeError,
 )
+from tests.support.codec_modes import FIXTURE_PER_TEST
 from tests.support.examples import scaled
 from tests.support.paths import ROOT
 from tests.support.pravega_frames import (
@@ -272,9 +273,9 @@ def test_every_command_of_the_spec_is_in_the_round_trip() -> None:
         "GetStreamSegmentInfo", "StreamSegmentInfo"}
 
 
-@settings(max_examples=scaled(300), deadline=None)
+@settings(max_examples=scaled(300), deadline=None, suppress_health_check=FIXTURE_PER_TEST)
 @given(st.one_of([struct_strategy(s) for s in COMMANDS]))
-def test_round_trip_every_command(body: Any) -> None:
+def test_round_trip_every_command(either_codec: str, body: Any) -> None:
     frame = Frame(body=body)
     wire = frame.encode()
     (type_code, length) = struct.unpack_from(">ii", wire)

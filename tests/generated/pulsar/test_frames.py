@@ -36,6 +36,7 @@ from protoframe.generated.pulsar.pulsar_api import (
 from protoframe.runtime.codec.checksums import crc32c
 from protoframe.runtime.codec.compression import CODECS, compress
 from protoframe.runtime.errors import FrameTooLargeError
+from tests.support.codec_modes import FIXTURE_PER_TEST
 from tests.support.examples import scaled
 from tests.support.paths import DATA, ROOT
 from tests.support.pulsar_frames import (
@@ -282,9 +283,10 @@ def test_minimal_simple_command_round_trips(command_type: BaseCommand.Type) -> N
     assert StreamDecoder().feed(raw) == [frame]
 
 
-@settings(max_examples=scaled(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=scaled(300), deadline=None,
+          suppress_health_check=[*FIXTURE_PER_TEST, HealthCheck.too_slow])
 @given(frame=simple_frames)
-def test_simple_command_frames_round_trip(frame: Frame) -> None:
+def test_simple_command_frames_round_trip(either_codec: str, frame: Frame) -> None:
     raw = frame.encode()
     back = Frame.decode(raw)
     assert back == frame
@@ -292,9 +294,9 @@ def test_simple_command_frames_round_trip(frame: Frame) -> None:
     assert back.encode() == raw
 
 
-@settings(max_examples=scaled(200), deadline=None)
+@settings(max_examples=scaled(200), deadline=None, suppress_health_check=FIXTURE_PER_TEST)
 @given(frame=payload_frames)
-def test_payload_frames_round_trip(frame: Frame) -> None:
+def test_payload_frames_round_trip(either_codec: str, frame: Frame) -> None:
     raw = frame.encode()
     back = Frame.decode(raw)
     assert back == frame
@@ -308,9 +310,9 @@ def test_payload_frames_round_trip(frame: Frame) -> None:
     assert struct.unpack_from(">I", raw, start + 2)[0] == crc32c(raw[start + 6:])
 
 
-@settings(max_examples=scaled(200), deadline=None)
+@settings(max_examples=scaled(200), deadline=None, suppress_health_check=FIXTURE_PER_TEST)
 @given(batch=batches)
-def test_batches_round_trip_and_fill_payload_size(batch: Batch) -> None:
+def test_batches_round_trip_and_fill_payload_size(either_codec: str, batch: Batch) -> None:
     raw = batch.encode()
     for entry in batch.entries:
         assert entry.metadata.payload_size == len(entry.data)

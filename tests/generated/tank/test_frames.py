@@ -42,6 +42,7 @@ from protoframe.runtime.errors import (
     UnknownCommandError,
     UnknownCommandTypeError,
 )
+from tests.support.codec_modes import FIXTURE_PER_TEST
 from tests.support.examples import scaled
 from tests.support.tank_frames import (
     CONSUME,
@@ -274,9 +275,9 @@ def test_stream_several_frames_in_one_feed() -> None:
 
 # -- every message round-trips ----------------------------------------------------------------
 
-@settings(max_examples=scaled(300), deadline=None)
+@settings(max_examples=scaled(300), deadline=None, suppress_health_check=FIXTURE_PER_TEST)
 @given(REQUESTS)
-def test_round_trip_every_request(body: Any) -> None:
+def test_round_trip_every_request(either_codec: str, body: Any) -> None:
     frame = Frame(body=body)
     wire = frame.encode()
     assert int.from_bytes(wire[1:5], "little") == len(wire) - 5
@@ -284,9 +285,9 @@ def test_round_trip_every_request(body: Any) -> None:
     assert StreamDecoder(to_server=True).feed(wire + wire) == [frame, frame]
 
 
-@settings(max_examples=scaled(300), deadline=None)
+@settings(max_examples=scaled(300), deadline=None, suppress_health_check=FIXTURE_PER_TEST)
 @given(RESPONSES)
-def test_round_trip_every_response(body: Any) -> None:
+def test_round_trip_every_response(either_codec: str, body: Any) -> None:
     frame = Frame(body=body)
     wire = frame.encode()
     assert Frame.decode(wire) == frame

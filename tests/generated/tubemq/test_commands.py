@@ -35,6 +35,7 @@ from protoframe.runtime.errors import (
     UnknownCommandError,
     UnknownCommandTypeError,
 )
+from tests.support.codec_modes import FIXTURE_PER_TEST
 from tests.support.examples import scaled
 from tests.support.tubemq_commands import (
     COMMANDS,
@@ -50,10 +51,10 @@ from tests.support.tubemq_commands import (
 
 
 @pytest.mark.parametrize(("name", "build", "cls"), COMMANDS, ids=[c[0] for c in COMMANDS])
-@settings(max_examples=scaled(25), deadline=None)
+@settings(max_examples=scaled(25), deadline=None, suppress_health_check=FIXTURE_PER_TEST)
 @given(data=st.data(), serial_no=st.integers(0, 2**32 - 1))
-def test_round_trip_in_a_frame(name: str, build: Builder, cls: type, data: st.DataObject,
-                               serial_no: int) -> None:
+def test_round_trip_in_a_frame(either_codec: str, name: str, build: Builder, cls: type,
+                               data: st.DataObject, serial_no: int) -> None:
     body = data.draw(messages(cls))
     frame = build(body, serial_no=serial_no)
     wire = frame.encode()

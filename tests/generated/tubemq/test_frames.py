@@ -44,6 +44,7 @@ from protoframe.runtime.errors import (
     SizeMismatchError,
     TruncatedError,
 )
+from tests.support.codec_modes import FIXTURE_PER_TEST
 from tests.support.examples import scaled
 from tests.support.paths import ROOT
 
@@ -298,9 +299,10 @@ contents = st.one_of(
               response=responses()))
 
 
-@settings(max_examples=scaled(200), deadline=None)
+@settings(max_examples=scaled(200), deadline=None, suppress_health_check=FIXTURE_PER_TEST)
 @given(st.integers(0, 2**32 - 1), contents)
-def test_round_trip_every_frame_kind(serial_no: int, content: RpcContent) -> None:
+def test_round_trip_every_frame_kind(either_codec: str, serial_no: int,
+                                     content: RpcContent) -> None:
     frame = Frame(serial_no=serial_no, content=content)
     wire = frame.encode()
     assert wire[:4] == h("ff7ff4fe")

@@ -5,8 +5,9 @@ precision, as ``struct`` does, and raises ``ValueOutOfRangeError`` for a finite 
 its range.
 
 ``frame_decoder.Decoder.value`` and ``frame_encoder.Encoder.write`` match on the operation and
-call the functions here. The compiled codec does not know the word ``float``: a struct holding
-one is coded by the generated Python methods.
+call the functions here. The compiled codec has a ``float`` row of its own (by the functions
+``struct`` uses), which gives the number to these methods when it is not an exact float or
+int, or is beyond an ``f32``'s range, so that they raise their errors.
 """
 
 from __future__ import annotations

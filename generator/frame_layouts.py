@@ -42,6 +42,7 @@ from protoframe.generator.layout_ops import (
     ProtoBody,
     ProtoOther,
     ReadBool,
+    ReadFloat,
     ReadInt,
     ReadUuid,
     ReadVarint,
@@ -81,6 +82,10 @@ def _row(op: FieldOp, ref: Callable[[MessageType], str]) -> str:
             return f"{head}, None, {ref(message)}, {envelope})"
         case BytesToEnd():
             return f"{head}, None, None, None)"
+        case ReadFloat(width=width, order=order):
+            # The row names the unsigned integer of the number's width and order.
+            shape = f"u{width * 8}{'le' if order == 'little' else 'be'}"
+            return f"{head}, {q(shape)}, None, None)"
         case BytesSized(size=size):
             return f"{head}, None, {q(size)}, None)"
         case Nested(plan=plan, when=when):
@@ -115,8 +120,9 @@ def _more_rows(op: FieldOp, head: str, ref: Callable[[MessageType], str]) -> str
             return f"{head}, None, {decoders}, ({q(key)}, {size}, {tables}_CODES))"
         case Computed(inner=ReadInt(int_type=t)) if op.word == "switch_key":
             return f"{head}, {q(t.name)}, None, None)"  # its switch row names it
-        case Array(element=Nested(plan=plan)) if op.word == "struct_run":
-            return f"{head}, None, {plan.name}, None)"
+        case Array(element=Nested(plan=plan), region=region) if op.word == "struct_run":
+            size = q(region.size) if region.size is not None else "None"
+            return f"{head}, None, {plan.name}, {size})"
         case Prefix(inner=inner) if op.word in ("prefixed", "prefixed_default"):
             prefix = inner.region.prefix if isinstance(inner, BytesOther | String) else None
             if prefix is None or prefix == "lenenc":  # not "prefixed": see Prefix.word

@@ -466,6 +466,19 @@ class Array(FieldOp):
                 and isinstance(el.when, Always) and el.plan.compiled)
 
     @property
+    def runs_to_its_size(self) -> bool:
+        """Whether this is a list of compiled nested structs, always there each, read until the
+        end of the bytes its size field (of this struct, written first) measures: a
+        ``struct_run`` row right after that size's row (``layout_plan.c_links_hold``)."""
+        el = self.element
+        r = self.region
+        return (not self.item_limits and self.until_end and self.count is None
+                and not self.index_used and r.length is None and r.prefix is None
+                and r.size is not None and r.size != "rest" and "." not in r.size
+                and r.size_written_first and isinstance(el, Nested)
+                and isinstance(el.when, Always) and el.plan.compiled)
+
+    @property
     def item_limits(self) -> bool:
         """Whether the list has a terminator or a bound on its length."""
         return (self.terminator is not None or self.min_items is not None
@@ -474,14 +487,15 @@ class Array(FieldOp):
     @property
     def word(self) -> str:  # type: ignore[override]
         """``struct_run`` (in the C vocabulary) for a list of nested structs, always there and
-        compiled, read until the end of the region; ``struct_array`` for one counted by its
+        compiled, read until the end of the region or of the bytes its size field measures;
+        ``struct_array`` for one counted by its
         ``count_of`` field; ``array`` for any other list. A list with a terminator or bounds
         has a word of its own, ``array_limited``, so that a C codec that learns plain arrays
         does not take these without learning what they check."""
         if self.item_limits:
             return "array_limited"
         el = self.element
-        if unconditional(self.field) and self.runs_to_end:
+        if unconditional(self.field) and (self.runs_to_end or self.runs_to_its_size):
             return "struct_run"
         if (unconditional(self.field) and self.count_from_field and self.count is not None
                 and self.count.text.strip().isidentifier() and not self.until_end

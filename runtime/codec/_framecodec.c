@@ -68,7 +68,9 @@ typedef struct {
    switch      obj {key: nested codec, or the class when it has none}, body_fields
                {class: (key, codec or None)}, index its size row or -1, number its key row
    switch_key  index its switch row; the value read is kept in values[] for the switch
-   struct_run  obj the nested codec
+   struct_run  obj the nested codec; index the size row right before it, or -1 when it runs
+               to the end of the region
+   float       width 4 or 8 and F_BIG: an IEEE 754 single or double
    prefixed    width and flags the prefix's; number what follows: TEXT_BYTES, _UTF8, _MUTF8;
                obj NULL, or the value when no bytes remain (read only when some do)
    default     obj the value when the bytes are not there
@@ -910,11 +912,16 @@ static NOINLINE int decode_row(FrameCodecObject *c, const Row *r, PyObject *buf,
             break;
         }
         case OP_STRUCT_RUN: {
+            Py_ssize_t vend = end;
+            if (r->index >= 0) {  /* up to the end of the bytes its size row read */
+                if (sizes[r->index] > end - pos) return -1;
+                vend = pos + sizes[r->index];
+            }
             PyObject *list = PyList_New(0);
             if ((values[i] = list) == NULL) return -1;
-            while (pos < end) {
+            while (pos < vend) {
                 Py_ssize_t before = pos;
-                PyObject *item = decode_struct((FrameCodecObject *)r->obj, buf, &pos, end,
+                PyObject *item = decode_struct((FrameCodecObject *)r->obj, buf, &pos, vend,
                                                depth + 1);
                 if (item == NULL) return -1;
                 int rc = PyList_Append(list, item);
@@ -1011,6 +1018,17 @@ static NOINLINE int decode_row(FrameCodecObject *c, const Row *r, PyObject *buf,
         case OP_CONST_BYTES: case OP_FIXED: case OP_TEXT_REST:
             if (decode_fixed_row(r, data, &pos, end, &values[i]) < 0) return -1;
             break;
+        case OP_FLOAT: {
+            /* What struct's "f" and "d" formats read, by the same functions. */
+            if (end - pos < r->width) return -1;
+            const char *p = (const char *)data + pos;
+            int le = !(r->flags & F_BIG);
+            double d = r->width == 4 ? PyFloat_Unpack4(p, le) : PyFloat_Unpack8(p, le);
+            if (d == -1.0 && PyErr_Occurred()) return -1;
+            pos += r->width;
+            if ((values[i] = PyFloat_FromDouble(d)) == NULL) return -1;
+            break;
+        }
         case OP_STRUCT_RUN_WHEN: {
             int holds = condition_holds(c, r, values, NULL);
             if (holds < 0) return -1;
@@ -1393,6 +1411,18 @@ static int encode_lenenc(const Row *r, PyObject *v, Out *o) {
 
 /* Append row `r` (one of the rows after OP_STRUCT) of codec `c` for `obj`: 0, or -1 to give
    up. counts[] holds what each count_of row wrote. */
+/* A struct_run row's list of nested structs, one after another. */
+static int encode_run(const Row *r, PyObject *v, Out *o, int depth) {
+    if (v == NULL || !PyList_CheckExact(v)) return -1;
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(v); k++) {
+        PyObject *item = Py_NewRef(PyList_GET_ITEM(v, k));
+        int rc = encode_struct((FrameCodecObject *)r->obj, item, o, depth + 1);
+        Py_DECREF(item);
+        if (rc < 0) return -1;
+    }
+    return 0;
+}
+
 static NOINLINE int encode_row(FrameCodecObject *c, const Row *r, PyObject *obj, Out *o,
                                Py_ssize_t *counts, int depth) {
     Py_ssize_t i = r - c->rows;
@@ -1416,15 +1446,28 @@ static NOINLINE int encode_row(FrameCodecObject *c, const Row *r, PyObject *obj,
         case OP_SWITCH:  /* not sized (a sized one is written by its size row) */
             if (encode_switch_body(r, slot(obj, r->offset), o, depth) < 0) return -1;
             break;
-        case OP_STRUCT_RUN: {
+        case OP_STRUCT_RUN:  /* not sized (a sized one is written by its size row) */
+            if (encode_run(r, slot(obj, r->offset), o, depth) < 0) return -1;
+            break;
+        case OP_FLOAT: {
+            /* An exact float or int, as struct's "f" and "d" formats pack it; anything else,
+               or a number an f32 cannot hold, is the Python code's to refuse. */
             PyObject *v = slot(obj, r->offset);
-            if (v == NULL || !PyList_CheckExact(v)) return -1;
-            for (Py_ssize_t k = 0; k < PyList_GET_SIZE(v); k++) {
-                PyObject *item = Py_NewRef(PyList_GET_ITEM(v, k));
-                int rc = encode_struct((FrameCodecObject *)r->obj, item, o, depth + 1);
-                Py_DECREF(item);
-                if (rc < 0) return -1;
+            double d;
+            if (v != NULL && PyFloat_CheckExact(v)) {
+                d = PyFloat_AS_DOUBLE(v);
+            } else if (v != NULL && PyLong_CheckExact(v)) {
+                d = PyLong_AsDouble(v);
+                if (d == -1.0 && PyErr_Occurred()) return -1;
+            } else {
+                return -1;
             }
+            if (out_reserve(o, r->width) < 0) return -1;
+            char *p = o->data + o->len;
+            int le = !(r->flags & F_BIG);
+            if ((r->width == 4 ? PyFloat_Pack4(d, p, le) : PyFloat_Pack8(d, p, le)) < 0)
+                return -1;
+            o->len += r->width;
             break;
         }
         case OP_PREFIXED: {
@@ -1701,11 +1744,13 @@ static int encode_struct_p(FrameCodecObject *c, PyObject *obj, Out *o, int depth
             const Row *t = &c->rows[r->index];
             PyObject *v = slot(obj, t->offset);
             if (v == NULL) goto done;  /* a slot left empty: the Python code raises */
-            if (t->op == OP_SWITCH) {
+            if (t->op == OP_SWITCH || t->op == OP_STRUCT_RUN) {
                 /* Right after its size (check_row): written in place, measured, filled in. */
                 if (out_uint(o, 0, r->width, r->flags) < 0) goto done;
                 Py_ssize_t start = o->len;
-                if (encode_switch_body(t, v, o, depth) < 0) goto done;
+                if ((t->op == OP_SWITCH ? encode_switch_body(t, v, o, depth)
+                                        : encode_run(t, v, o, depth)) < 0)
+                    goto done;
                 Py_ssize_t size = o->len - start;
                 if (!size_fits(r, size)) goto done;
                 write_uint((unsigned char *)o->data + at[i], (unsigned long long)size, r->width,
@@ -2226,16 +2271,17 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
                  || r->op == OP_DERIVE || r->op == OP_STRUCT_ARGS
                  || r->op == OP_ARRAY_ARGS || r->op == OP_STRUCT_SIZED || r->op == OP_MESSAGE_BYTES
                  || r->op == OP_LENENC || r->op == OP_FIXED
-                 || r->op == OP_TEXT_REST || r->op == OP_STRUCT_RUN_WHEN;
+                 || r->op == OP_TEXT_REST || r->op == OP_STRUCT_RUN_WHEN || r->op == OP_FLOAT;
     if (stored != (r->offset >= 0)) return bad_row(i, "stored fields, and only they, need a slot");
     if (r->op == OP_SIZE) {
         if (r->index <= i || r->index >= self->nrows) return bad_row(i, "size of a later row");
         Row *t = &self->rows[r->index];
-        if ((t->op != OP_PROTO && t->op != OP_BYTES && t->op != OP_SWITCH) || t->index != i)
-            return bad_row(i, "the measured row must be protobuf, bytes or a switch sized by "
-                              "this one");
-        if (t->op == OP_SWITCH && r->index != i + 1)
-            return bad_row(i, "a switch comes right after its size");
+        if ((t->op != OP_PROTO && t->op != OP_BYTES && t->op != OP_SWITCH
+             && t->op != OP_STRUCT_RUN) || t->index != i)
+            return bad_row(i, "the measured row must be protobuf, bytes, a switch or a struct "
+                              "run sized by this one");
+        if ((t->op == OP_SWITCH || t->op == OP_STRUCT_RUN) && r->index != i + 1)
+            return bad_row(i, "a switch or a struct run comes right after its size");
     }
     if (r->op == OP_SWITCH) {
         if (r->obj == NULL || !PyDict_Check(r->obj) || r->body_fields == NULL)
@@ -2252,6 +2298,11 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
     if ((r->op == OP_STRUCT_RUN || r->op == OP_STRUCT_ARRAY)
             && (r->obj == NULL || Py_TYPE(r->obj) != &FrameCodec_Type))
         return bad_row(i, "needs the nested struct's codec");
+    if (r->op == OP_STRUCT_RUN && r->index >= 0
+            && (r->index != i - 1 || self->rows[r->index].op != OP_SIZE))
+        return bad_row(i, "a sized struct run comes right after its size");
+    if (r->op == OP_FLOAT && r->width != 4 && r->width != 8)
+        return bad_row(i, "a float is 4 or 8 bytes");
     if (r->op == OP_COUNT_OF && (r->index <= i || r->index >= self->nrows
                                  || (self->rows[r->index].op != OP_STRUCT_ARRAY
                                      && self->rows[r->index].op != OP_ARRAY_ARGS)

@@ -82,7 +82,8 @@ enum { /* FRAME_OPS */
     OP_FIXED = 39,
     OP_TEXT_REST = 40,
     OP_STRUCT_RUN_WHEN = 41,
-    OP_END = 42,
+    OP_FLOAT = 42,
+    OP_END = 43,
 };
 
 enum { /* FRAME_PRESENCE */
@@ -192,6 +193,7 @@ static const VocabularyWord VOCABULARY_WORDS[] = {
     {"FRAME_OPS", "fixed", OP_FIXED},
     {"FRAME_OPS", "text_rest", OP_TEXT_REST},
     {"FRAME_OPS", "struct_run_when", OP_STRUCT_RUN_WHEN},
+    {"FRAME_OPS", "float", OP_FLOAT},
     {"FRAME_PRESENCE", "always", PRESENT_ALWAYS},
     {"FRAME_PRESENCE", "remaining", PRESENT_REMAINING},
     {"FRAME_PRESENCE", "peek", PRESENT_PEEK},

@@ -62,7 +62,8 @@ if _framecodec is not None:
 #                   decode_from, extra (the key row's name, the size row's name or None, the
 #                   table from case class to key)
 #   op "switch_key": the key of the switch row naming it
-#   op "struct_run": nested structs (ref their class) up to the end of the region, as a list
+#   op "struct_run": nested structs (ref their class) up to the end of the region, as a list;
+#                   or, extra naming the size row right before it, up to the end of its size
 #   op "prefixed":  bytes ("bytes"), text ("utf8", "mutf8") as ref says, after a length prefix
 #                   of type int_type ("varint" for a varint); "prefixed_default": the same,
 #                   read when bytes remain, extra (its default) when not
@@ -97,6 +98,8 @@ if _framecodec is not None:
 #   op "struct_run_when": a struct_run (ref the nested class) there when extra, a program as
 #                   a condition row's ("has" naming an earlier optional struct row), gives true
 #   op "skip_trailing": the last row (its name is None): bytes after the last field are skipped
+#   op "float":     an IEEE 754 number: int_type the unsigned integer of its width and order
+#                   ("u32le" for a little-endian f32)
 # The rows TANK brought; a program is as a condition's, and may also push a param by its
 # number ("param", k) and an array item's index ("index", None):
 #   op "guard":     the next row is there when the program ref gives true (name None); extra
@@ -124,7 +127,7 @@ _STORED = {"int", "proto", vocabulary.ENVELOPE, "bytes", "struct", "uuid", "swit
            "condition", "blocks", "proto_prefixed", "struct_when", "proto_prefixed_when",
            "int_when", "prefixed_optional", "default_bool", "derive", "struct_args",
            "array_args", "struct_sized", "message_bytes",
-           "lenenc", "fixed", "text_rest", "struct_run_when"}
+           "lenenc", "fixed", "text_rest", "struct_run_when", "float"}
 _TEXT_KINDS = {"bytes": 0, "utf8": 1, "mutf8": 2}
 _PRESENCE = {None: vocabulary.PRESENCE["always"], "remaining": vocabulary.PRESENCE["remaining"]}
 _PEEK = vocabulary.PRESENCE["peek"]
@@ -265,7 +268,7 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any],
         elif op == "switch_key":
             at = switch_of[name]
         elif op == "struct_run":
-            obj = codecs[ref]
+            obj, at = codecs[ref], -1 if extra is None else index[extra]
         elif op == "prefixed":
             number, obj = _TEXT_KINDS[ref], extra
         elif op == "default":

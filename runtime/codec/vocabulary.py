@@ -57,7 +57,8 @@ MAP_KEY_KINDS: Final = (
 #   switch     a struct chosen by an earlier switch_key row, sized by the size row before it
 #              or reaching to the end of the region
 #   switch_key the integer choosing a switch's struct (on encode, found from the body's type)
-#   struct_run nested structs one after another up to the end of the region (a list)
+#   struct_run nested structs one after another up to the end of the region (a list), or of
+#              the bytes the size row right before it reads
 #   prefixed   bytes, UTF-8 or modified UTF-8 text after a length prefix of their own
 #   default    a stored integer read when its bytes remain, a default value when not
 #   skip_trailing  the last row: bytes after the last field are skipped
@@ -97,6 +98,7 @@ MAP_KEY_KINDS: Final = (
 #   fixed      bytes or UTF-8 text of a fixed length
 #   text_rest  UTF-8 text to the end of the region
 #   struct_run_when  a struct_run there when its program (EXPR_OPS) gives true, else None
+#   float      an IEEE 754 single or double (4 or 8 bytes) in either byte order
 FRAME_OPS: Final = ("int", "const", "size", "size_rest", "checksum", "proto", "bytes", "struct",
                     "uuid", "switch", "switch_key", "struct_run", "prefixed", "default",
                     "skip_trailing", "varint", "bool", "count_of", "struct_array", "condition",
@@ -104,7 +106,8 @@ FRAME_OPS: Final = ("int", "const", "size", "size_rest", "checksum", "proto", "b
                     "len_value", "int_when", "prefixed_optional", "default_bool",
                     "guard", "value", "derive", "struct_args", "array_args", "size_of_struct",
                     "struct_sized", "message_bytes",
-                    "lenenc", "const_bytes", "fixed", "text_rest", "struct_run_when")
+                    "lenenc", "const_bytes", "fixed", "text_rest", "struct_run_when",
+                    "float")
 # Words of a plan the compiled codec takes without a row of their own: params of int and bool
 # kinds, which the holder's row passes as 64-bit integers.
 FRAME_PLAN_WORDS: Final = ("params",)

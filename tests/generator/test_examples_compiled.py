@@ -35,14 +35,6 @@ UNKNOWN_TO_C: dict[str, tuple[str, dict[str, tuple[tuple[str, str], ...]]]] = {
         "ColumnDefinition": (("catalog", "prefix"), ("fixed_length", "lenenc_int")),
     }),
     "amqp": ("amqp_client.proto.amqp.frames", {
-        "F32Value": (("value", "float"),),
-        "F64Value": (("value", "float"),),
-        "FieldArray2": (("items", "array"),),
-        "FieldTable2": (("entries", "array"),),
-        "FieldArray1": (("items", "array"),),
-        "FieldTable1": (("entries", "array"),),
-        "FieldTable": (("entries", "array"),),
-        "FieldArray": (("items", "array"),),
         "ConnectionOpen": (("reserved_1", "prefix"), _BITS, ("reserved_2", "bit_field")),
         "ConnectionOpenOk": (("reserved_1", "prefix"),),
         "ChannelOpen": (("reserved_1", "prefix"),),
@@ -62,7 +54,7 @@ UNKNOWN_TO_C: dict[str, tuple[str, dict[str, tuple[tuple[str, str], ...]]]] = {
             (f"has_{name}", "bit_field") for name in (
                 "content_type", "content_encoding", "headers", "delivery_mode", "priority",
                 "correlation_id", "reply_to", "expiration", "message_id", "timestamp", "type",
-                "user_id", "app_id", "cluster_id")) + (("headers", "condition_other"),),
+                "user_id", "app_id", "cluster_id")),
     }),
     "websocket": ("websocket_app.proto.websocket.frames", {
         "Upgrade": (("", "delimited"), ("target", "terminated")),
@@ -75,14 +67,12 @@ UNKNOWN_TO_C: dict[str, tuple[str, dict[str, tuple[tuple[str, str], ...]]]] = {
     }),
 }
 # Known words, but kept off the C codec all the same: a struct with no fields has no table to
-# run, and a struct holding one kept off is kept off too (AMQP's field values hold its field
-# tables and arrays; its Method switches to ConnectionStart and the other methods kept off).
+# run, and a struct holding one kept off is kept off too (AMQP's Method switches to the methods
+# kept off).
 KNOWN_BUT_OFF: dict[str, frozenset[str]] = {
     "mariadb": frozenset({"AuthResult"}),
     "amqp": frozenset({
-        "VoidValue", "ArrayValue2", "TableValue2", "ArrayValue1", "TableValue1",
-        "ConnectionStart", "ConnectionStartOk", "ConnectionCloseOk", "ChannelCloseOk", "Method",
-        "Heartbeat"}),
+        "VoidValue", "ConnectionCloseOk", "ChannelCloseOk", "Method", "Heartbeat"}),
     "websocket": frozenset(),
 }
 

@@ -1,8 +1,9 @@
 """``f32`` and ``f64``: IEEE 754 single and double numbers in either byte order (AMQP 0-9-1's
 field-table values 'f' and 'd'), against bytes packed by hand with ``struct``, optional and
 trailing ones, a number an ``f32`` cannot hold refused on encode, short input refused on
-decode, round trips, the Python codec alone coding them (the compiled one does not know
-the word), and the misuses refused at their position."""
+decode, round trips, the Python codec coding a struct whose numbers are conditional (the
+compiled one takes plain ones: tests/runtime/test_compiled_floats_and_runs.py), and the misuses
+refused at their position."""
 
 from __future__ import annotations
 

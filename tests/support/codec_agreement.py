@@ -8,7 +8,9 @@ their cases through :func:`same`.
 from __future__ import annotations
 
 import random
+import sys
 from collections.abc import Callable, Iterable
+from types import ModuleType
 from typing import Any
 
 from protoframe.runtime.codec import compiled
@@ -67,3 +69,21 @@ def check_random_damage(samples: Iterable[tuple[Any, bytes]], seed: int, rounds:
                 bad[rng.randrange(len(bad))] = rng.randrange(256)
             outcomes[decodes(cls, bytes(bad))] += 1
     assert min(outcomes.values()) > 0, outcomes
+
+
+def python_calls(module: ModuleType, fn: Callable[[], Any]) -> list[str]:
+    """The functions of ``module`` (its generated Python methods) that ``fn`` runs: none for
+    a value the compiled codec codes on its own."""
+    calls: list[str] = []
+    path = module.__file__
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and frame.f_code.co_filename == path:
+            calls.append(frame.f_code.co_qualname)
+
+    sys.setprofile(profile)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return calls

@@ -4215,6 +4215,12 @@ install_frame_layouts((
     (U64Value, False, (
         ("int", "value", "u64be", None, None),
     )),
+    (F32Value, False, (
+        ("float", "value", "u32be", None, None),
+    )),
+    (F64Value, False, (
+        ("float", "value", "u64be", None, None),
+    )),
     (DecimalValue, False, (
         ("int", "scale", "u8", None, None),
         ("int", "value", "i32be", None, None),
@@ -4238,9 +4244,23 @@ install_frame_layouts((
             ("kind", None, _FIELDVALUE2_VALUE_CODES),
         ),
     )),
+    (FieldArray2, False, (
+        ("size_of_other", "size", "u32be", "items", None),
+        ("struct_run", "items", None, FieldValue2, "size"),
+    )),
+    (ArrayValue2, False, (
+        ("struct", "value", None, FieldArray2, None),
+    )),
     (FieldEntry2, False, (
         ("prefixed", "name", "u8", "utf8", None),
         ("struct", "value", None, FieldValue2, None),
+    )),
+    (FieldTable2, False, (
+        ("size_of_other", "size", "u32be", "entries", None),
+        ("struct_run", "entries", None, FieldEntry2, "size"),
+    )),
+    (TableValue2, False, (
+        ("struct", "value", None, FieldTable2, None),
     )),
     (FieldValue1, False, (
         ("switch_key", "kind", "u8", None, None),
@@ -4252,9 +4272,23 @@ install_frame_layouts((
             ("kind", None, _FIELDVALUE1_VALUE_CODES),
         ),
     )),
+    (FieldArray1, False, (
+        ("size_of_other", "size", "u32be", "items", None),
+        ("struct_run", "items", None, FieldValue1, "size"),
+    )),
+    (ArrayValue1, False, (
+        ("struct", "value", None, FieldArray1, None),
+    )),
     (FieldEntry1, False, (
         ("prefixed", "name", "u8", "utf8", None),
         ("struct", "value", None, FieldValue1, None),
+    )),
+    (FieldTable1, False, (
+        ("size_of_other", "size", "u32be", "entries", None),
+        ("struct_run", "entries", None, FieldEntry1, "size"),
+    )),
+    (TableValue1, False, (
+        ("struct", "value", None, FieldTable1, None),
     )),
     (FieldValue, False, (
         ("switch_key", "kind", "u8", None, None),
@@ -4269,6 +4303,27 @@ install_frame_layouts((
     (FieldEntry, False, (
         ("prefixed", "name", "u8", "utf8", None),
         ("struct", "value", None, FieldValue, None),
+    )),
+    (FieldTable, False, (
+        ("size_of_other", "size", "u32be", "entries", None),
+        ("struct_run", "entries", None, FieldEntry, "size"),
+    )),
+    (FieldArray, False, (
+        ("size_of_other", "size", "u32be", "items", None),
+        ("struct_run", "items", None, FieldValue, "size"),
+    )),
+    (ConnectionStart, False, (
+        ("int", "version_major", "u8", None, None),
+        ("int", "version_minor", "u8", None, None),
+        ("struct", "server_properties", None, FieldTable, None),
+        ("prefixed", "mechanisms", "u32be", "bytes", None),
+        ("prefixed", "locales", "u32be", "bytes", None),
+    )),
+    (ConnectionStartOk, False, (
+        ("struct", "client_properties", None, FieldTable, None),
+        ("prefixed", "mechanism", "u8", "utf8", None),
+        ("prefixed", "response", "u32be", "bytes", None),
+        ("prefixed", "locale", "u8", "utf8", None),
     )),
     (ConnectionTune, False, (
         ("int", "channel_max", "u16be", None, None),

@@ -145,6 +145,9 @@ def _more_rows(op: FieldOp, head: str, ref: Callable[[MessageType], str]) -> str
         case Array(element=Nested(plan=plan), count=Expr(text=count)) if (
                 op.word == "struct_array"):
             return f"{head}, None, {plan.name}, {q(count.strip())})"
+        case Array(element=ReadInt(int_type=t), count=Expr(text=count)) if (
+                op.word == "int_array"):
+            return f"{head}, {q(t.name)}, None, {q(count.strip())})"
         case Prefix(inner=BytesOther(region=r) | String(region=r) as inner) if (
                 op.word == "lenenc"):
             kind = inner.encoding if isinstance(inner, String) else "bytes"

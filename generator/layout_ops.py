@@ -488,6 +488,7 @@ class Array(FieldOp):
     def word(self) -> str:  # type: ignore[override]
         """``struct_run`` (in the C vocabulary) for a list of nested structs, always there and
         compiled, read until the end of the region or of the bytes its size field measures;
+        ``int_array`` for fixed-width integers counted by their ``count_of`` field;
         ``struct_array`` for one counted by its
         ``count_of`` field; ``array`` for any other list. A list with a terminator or bounds
         has a word of its own, ``array_limited``, so that a C codec that learns plain arrays
@@ -497,12 +498,13 @@ class Array(FieldOp):
         el = self.element
         if unconditional(self.field) and (self.runs_to_end or self.runs_to_its_size):
             return "struct_run"
-        if (unconditional(self.field) and self.count_from_field and self.count is not None
-                and self.count.text.strip().isidentifier() and not self.until_end
-                and not self.index_used and _plain_region(self.region)
-                and isinstance(el, Nested) and isinstance(el.when, Always)
-                and el.plan.compiled):
+        counted = (unconditional(self.field) and self.count_from_field and self.count is not None
+                   and self.count.text.strip().isidentifier() and not self.until_end
+                   and not self.index_used and _plain_region(self.region))
+        if counted and isinstance(el, Nested) and isinstance(el.when, Always) and el.plan.compiled:
             return "struct_array"
+        if counted and type(el) is ReadInt and el.int_type.width in vocabulary.FRAME_INT_WIDTHS:
+            return "int_array"
         return "array"
 
 

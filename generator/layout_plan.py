@@ -272,10 +272,11 @@ def c_links_hold(ops: tuple[AnyFieldOp, ...]) -> bool:
             array = at.get(op.field.count_of or "", -1)
             counted = kind_op(ops[array]) if array > i else None
             if (not isinstance(counted, Array)
-                    or ops[array].word not in ("struct_array", "array_args")
+                    or ops[array].word not in ("struct_array", "array_args", "int_array")
                     or counted.count is None or counted.count.text.strip() != op.name):
                 return False
-        if isinstance(op, Array) and op.word == "struct_array" and op.count is not None:
+        if isinstance(op, Array) and op.word in ("struct_array", "int_array") \
+                and op.count is not None:
             count = at.get(op.count.text.strip(), -1)
             if not 0 <= count < i or ops[count].word != "count_of":
                 return False

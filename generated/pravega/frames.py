@@ -5852,6 +5852,12 @@ install_frame_layouts((
         ("default", "table_segment_offset", "i64be", -1, None),
         ("skip_trailing", None, None, None, None),
     )),
+    (TableEntriesUpdated, False, (
+        ("int", "request_id", "i64be", None, None),
+        ("count_of", "version_count", "i32be", "updated_versions", None),
+        ("int_array", "updated_versions", "i64be", None, "version_count"),
+        ("skip_trailing", None, None, None, None),
+    )),
     (RemoveTableKeys, False, (
         ("int", "request_id", "i64be", None, None),
         ("prefixed", "segment", "u16be", "mutf8", None),

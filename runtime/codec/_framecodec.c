@@ -71,10 +71,11 @@ typedef struct {
    struct_run  obj the nested codec; index the size row right before it, or -1 when it runs
                to the end of the region
    float       width 4 or 8 and F_BIG: an IEEE 754 single or double
+   int_array   width and flags the integers'; index its count_of row
    prefixed    width and flags the prefix's; number what follows: TEXT_BYTES, _UTF8, _MUTF8;
                obj NULL, or the value when no bytes remain (read only when some do)
    default     obj the value when the bytes are not there
-   count_of    index its struct_array row; the count read is kept in sizes[]
+   count_of    index its struct_array or int_array row; the count read is kept in sizes[]
    struct_array  obj the nested codec, index its count_of row
    condition   width and flags the integer's; prog its program, over earlier int, varint and
                bool rows
@@ -1018,6 +1019,20 @@ static NOINLINE int decode_row(FrameCodecObject *c, const Row *r, PyObject *buf,
         case OP_CONST_BYTES: case OP_FIXED: case OP_TEXT_REST:
             if (decode_fixed_row(r, data, &pos, end, &values[i]) < 0) return -1;
             break;
+        case OP_INT_ARRAY: {
+            Py_ssize_t n = sizes[r->index];
+            /* Checked before the list is made, so a count past the bytes costs nothing. */
+            if (n > (end - pos) / r->width) return -1;
+            PyObject *list = PyList_New(n);
+            if ((values[i] = list) == NULL) return -1;
+            for (Py_ssize_t k = 0; k < n; k++, pos += r->width) {
+                PyObject *item = int_value(read_uint(data + pos, r->width, r->flags & F_BIG),
+                                           r->width, r->flags);
+                if (item == NULL) return -1;
+                PyList_SET_ITEM(list, k, item);
+            }
+            break;
+        }
         case OP_FLOAT: {
             /* What struct's "f" and "d" formats read, by the same functions. */
             if (end - pos < r->width) return -1;
@@ -1449,6 +1464,19 @@ static NOINLINE int encode_row(FrameCodecObject *c, const Row *r, PyObject *obj,
         case OP_STRUCT_RUN:  /* not sized (a sized one is written by its size row) */
             if (encode_run(r, slot(obj, r->offset), o, depth) < 0) return -1;
             break;
+        case OP_INT_ARRAY: {
+            PyObject *v = slot(obj, r->offset);
+            /* The count written before it must still be its length. */
+            if (v == NULL || !PyList_CheckExact(v) || PyList_GET_SIZE(v) != counts[r->index])
+                return -1;
+            for (Py_ssize_t k = 0; k < PyList_GET_SIZE(v); k++) {
+                unsigned long long raw;
+                if (!int_raw(PyList_GET_ITEM(v, k), r->width, r->flags, &raw)
+                        || out_uint(o, raw, r->width, r->flags) < 0)
+                    return -1;
+            }
+            break;
+        }
         case OP_FLOAT: {
             /* An exact float or int, as struct's "f" and "d" formats pack it; anything else,
                or a number an f32 cannot hold, is the Python code's to refuse. */
@@ -2256,7 +2284,7 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
                   || r->op == OP_COUNT_OF || r->op == OP_CONDITION || (r->op == OP_PREFIXED && !(r->flags & F_VARINT))
                   || r->op == OP_BLOCKS || (r->op == OP_PROTO_PREFIXED && !(r->flags & F_VARINT))
                   || (r->op == OP_PROTO_PREFIXED_WHEN && !(r->flags & F_VARINT))
-                  || r->op == OP_LEN_VALUE || r->op == OP_INT_WHEN
+                  || r->op == OP_LEN_VALUE || r->op == OP_INT_WHEN || r->op == OP_INT_ARRAY
                   || (r->op == OP_PREFIXED_OPTIONAL && !(r->flags & F_VARINT));
     if (has_int && r->width != 1 && r->width != 2 && r->width != 3 && r->width != 4
             && r->width != 8)
@@ -2271,7 +2299,8 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
                  || r->op == OP_DERIVE || r->op == OP_STRUCT_ARGS
                  || r->op == OP_ARRAY_ARGS || r->op == OP_STRUCT_SIZED || r->op == OP_MESSAGE_BYTES
                  || r->op == OP_LENENC || r->op == OP_FIXED
-                 || r->op == OP_TEXT_REST || r->op == OP_STRUCT_RUN_WHEN || r->op == OP_FLOAT;
+                 || r->op == OP_TEXT_REST || r->op == OP_STRUCT_RUN_WHEN || r->op == OP_FLOAT
+                 || r->op == OP_INT_ARRAY;
     if (stored != (r->offset >= 0)) return bad_row(i, "stored fields, and only they, need a slot");
     if (r->op == OP_SIZE) {
         if (r->index <= i || r->index >= self->nrows) return bad_row(i, "size of a later row");
@@ -2305,7 +2334,8 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
         return bad_row(i, "a float is 4 or 8 bytes");
     if (r->op == OP_COUNT_OF && (r->index <= i || r->index >= self->nrows
                                  || (self->rows[r->index].op != OP_STRUCT_ARRAY
-                                     && self->rows[r->index].op != OP_ARRAY_ARGS)
+                                     && self->rows[r->index].op != OP_ARRAY_ARGS
+                                     && self->rows[r->index].op != OP_INT_ARRAY)
                                  || self->rows[r->index].index != i))
         return bad_row(i, "a count needs the struct_array row it counts after it");
     if (r->op == OP_CONDITION || r->op == OP_STRUCT_RUN_WHEN) {
@@ -2329,9 +2359,9 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
         }
         if (top != 1) return bad_row(i, "a condition's program does not balance");
     }
-    if (r->op == OP_STRUCT_ARRAY && (r->index < 0 || r->index >= i
-                                     || self->rows[r->index].op != OP_COUNT_OF))
-        return bad_row(i, "a struct_array needs its count_of row before it");
+    if ((r->op == OP_STRUCT_ARRAY || r->op == OP_INT_ARRAY)
+            && (r->index < 0 || r->index >= i || self->rows[r->index].op != OP_COUNT_OF))
+        return bad_row(i, "an array needs its count_of row before it");
     if (r->op == OP_PREFIXED && r->number > TEXT_MUTF8) return bad_row(i, "unknown text kind");
     if (r->op == OP_LENENC && r->number > TEXT_UTF8) return bad_row(i, "unknown text kind");
     if ((r->op == OP_FIXED || r->op == OP_TEXT_REST) && r->number > TEXT_UTF8)

@@ -83,7 +83,8 @@ enum { /* FRAME_OPS */
     OP_TEXT_REST = 40,
     OP_STRUCT_RUN_WHEN = 41,
     OP_FLOAT = 42,
-    OP_END = 43,
+    OP_INT_ARRAY = 43,
+    OP_END = 44,
 };
 
 enum { /* FRAME_PRESENCE */
@@ -194,6 +195,7 @@ static const VocabularyWord VOCABULARY_WORDS[] = {
     {"FRAME_OPS", "text_rest", OP_TEXT_REST},
     {"FRAME_OPS", "struct_run_when", OP_STRUCT_RUN_WHEN},
     {"FRAME_OPS", "float", OP_FLOAT},
+    {"FRAME_OPS", "int_array", OP_INT_ARRAY},
     {"FRAME_PRESENCE", "always", PRESENT_ALWAYS},
     {"FRAME_PRESENCE", "remaining", PRESENT_REMAINING},
     {"FRAME_PRESENCE", "peek", PRESENT_PEEK},

@@ -100,6 +100,7 @@ if _framecodec is not None:
 #   op "skip_trailing": the last row (its name is None): bytes after the last field are skipped
 #   op "float":     an IEEE 754 number: int_type the unsigned integer of its width and order
 #                   ("u32le" for a little-endian f32)
+#   op "int_array": integers of int_type, as many as the count_of row named by extra says
 # The rows TANK brought; a program is as a condition's, and may also push a param by its
 # number ("param", k) and an array item's index ("index", None):
 #   op "guard":     the next row is there when the program ref gives true (name None); extra
@@ -127,7 +128,7 @@ _STORED = {"int", "proto", vocabulary.ENVELOPE, "bytes", "struct", "uuid", "swit
            "condition", "blocks", "proto_prefixed", "struct_when", "proto_prefixed_when",
            "int_when", "prefixed_optional", "default_bool", "derive", "struct_args",
            "array_args", "struct_sized", "message_bytes",
-           "lenenc", "fixed", "text_rest", "struct_run_when", "float"}
+           "lenenc", "fixed", "text_rest", "struct_run_when", "float", "int_array"}
 _TEXT_KINDS = {"bytes": 0, "utf8": 1, "mutf8": 2}
 _PRESENCE = {None: vocabulary.PRESENCE["always"], "remaining": vocabulary.PRESENCE["remaining"]}
 _PEEK = vocabulary.PRESENCE["peek"]
@@ -277,6 +278,8 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any],
             at = index[ref]
         elif op == "struct_array":
             obj, at = codecs[ref], index[extra]
+        elif op == "int_array":
+            at = index[extra]
         elif op == "lenenc":
             number, flags = _TEXT_KINDS[ref], _NULLABLE if extra else 0
         elif op == "const_bytes":

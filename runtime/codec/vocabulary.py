@@ -64,7 +64,8 @@ MAP_KEY_KINDS: Final = (
 #   skip_trailing  the last row: bytes after the last field are skipped
 #   varint     a stored unsigned LEB128 varint (up to 10 bytes, 64 bits)
 #   bool       a stored byte read as a bool
-#   count_of   the number of items of a later struct_array row (on encode, its length)
+#   count_of   the number of items of a later struct_array or int_array row (on encode, its
+#              length)
 #   struct_array  as many nested structs as its count_of row says (a list)
 #   condition  a stored integer there when its program (EXPR_OPS) gives true, else None
 #   blocks     a nested struct's encoding cut in length-prefixed blocks after a block count
@@ -99,6 +100,7 @@ MAP_KEY_KINDS: Final = (
 #   text_rest  UTF-8 text to the end of the region
 #   struct_run_when  a struct_run there when its program (EXPR_OPS) gives true, else None
 #   float      an IEEE 754 single or double (4 or 8 bytes) in either byte order
+#   int_array  as many stored integers of one width as its count_of row says (a list)
 FRAME_OPS: Final = ("int", "const", "size", "size_rest", "checksum", "proto", "bytes", "struct",
                     "uuid", "switch", "switch_key", "struct_run", "prefixed", "default",
                     "skip_trailing", "varint", "bool", "count_of", "struct_array", "condition",
@@ -107,7 +109,7 @@ FRAME_OPS: Final = ("int", "const", "size", "size_rest", "checksum", "proto", "b
                     "guard", "value", "derive", "struct_args", "array_args", "size_of_struct",
                     "struct_sized", "message_bytes",
                     "lenenc", "const_bytes", "fixed", "text_rest", "struct_run_when",
-                    "float")
+                    "float", "int_array")
 # Words of a plan the compiled codec takes without a row of their own: params of int and bool
 # kinds, which the holder's row passes as 64-bit integers.
 FRAME_PLAN_WORDS: Final = ("params",)

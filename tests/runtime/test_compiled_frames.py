@@ -23,7 +23,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from protoframe.generated.pravega import frames as pravega_frames
-from protoframe.generated.pravega.frames import TableEntriesUpdated as PythonOnly
 from protoframe.generated.pulsar import frames as frames_module
 from protoframe.generated.pulsar import pulsar_api as pb
 from protoframe.generated.pulsar.frames import (
@@ -35,6 +34,7 @@ from protoframe.generated.pulsar.frames import (
     StreamDecoder,
 )
 from protoframe.generated.tank import frames as tank_frames
+from protoframe.generated.tank.frames import ConsumeResponse as PythonOnly
 from protoframe.generated.tubemq import frames as tubemq_frames
 from protoframe.runtime.codec import compiled, compiled_frames
 from protoframe.runtime.codec.protowire import varint_bytes

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from protoframe.generated.pravega.frames import TableEntriesUpdated as PythonOnly
 from protoframe.generated.pulsar import pulsar_api as pb
 from protoframe.generated.pulsar.frames import Frame, Payload
+from protoframe.generated.tank.frames import ConsumeResponse as PythonOnly
 from protoframe.runtime.codec import compiled, compiled_frames
 
 pytestmark = pytest.mark.skipif(
@@ -55,7 +55,7 @@ def test_the_wrapped_functions_are_the_code_the_compiled_one_agrees_with() -> No
 
 
 def test_the_accessor_works_for_python_only_classes_and_subclasses() -> None:
-    # Pravega's TableEntriesUpdated (an array of integers) is on the Python codec.
+    # TANK's ConsumeResponse (a size of a range of fields) is on the Python codec.
     assert not compiled.is_compiled(PythonOnly)
     assert compiled.python_function(PythonOnly, "encode") is PythonOnly.__dict__["encode"]
     assert compiled.python_function(PythonOnly, "decode") \

@@ -1,8 +1,9 @@
-"""The compiled frame codec's ``float`` rows (IEEE 754 singles and doubles in either byte order)
-and its sized ``struct_run`` rows (nested structs up to the end of the bytes the size right
-before them measures: AMQP's field tables and arrays), against the Python methods: random
-values, every truncation, random damage, sizes that disagree with the content, odd values, and
-well-formed values that never reach the Python methods."""
+"""The compiled frame codec's ``float`` rows (IEEE 754 singles and doubles in either byte order),
+its sized ``struct_run`` rows (nested structs up to the end of the bytes the size right before
+them measures: AMQP's field tables and arrays) and its ``int_array`` rows (integers counted by
+their ``count_of`` field: Pravega's table versions), against the Python methods: random values,
+every truncation, random damage, sizes and counts that disagree with the content, odd values,
+and well-formed values that never reach the Python methods."""
 
 from __future__ import annotations
 
@@ -59,12 +60,19 @@ structs:
     fields:
       - {name: size, type: u16, size_of: tables}
       - {name: tables, type: array, of: Table, until_end: true}
+  Versions:
+    doc: Integers counted by the field before them, of two widths (in the spec's byte order).
+    fields:
+      - {name: count, type: i32, count_of: versions}
+      - {name: versions, type: array, of: i64}
+      - {name: small_count, type: u8, count_of: small}
+      - {name: small, type: array, of: u16}
 frame:
   name: Frame
   fields:
     - {name: size, type: u32, size_of: rest}
     - {name: kind, type: u8}
-    - {name: body, type: switch, on: kind, cases: {1: Num, 2: Table, 3: Nested}}
+    - {name: body, type: switch, on: kind, cases: {1: Num, 2: Table, 3: Nested, 4: Versions}}
 """
 
 
@@ -78,7 +86,7 @@ def _bits(value: float, width: int) -> bytes:
 
 
 def test_the_structs_are_compiled(m: ModuleType) -> None:
-    for name in ("Num", "Entry", "Table", "Nested", "Frame"):
+    for name in ("Num", "Entry", "Table", "Nested", "Versions", "Frame"):
         assert compiled.is_compiled(getattr(m, name)), name
 
 
@@ -146,8 +154,11 @@ def _samples(m: ModuleType) -> list[tuple[Any, bytes]]:
     table = m.Table(entries=[m.Entry(name="alpha", num=num), m.Entry(name="é", num=num)],
                     after=1)
     nested = m.Nested(tables=[table, m.Table(entries=[], after=2), table])
-    return [(m.Frame, m.Frame(body=b).encode()) for b in (num, table, nested)] + [
-        (m.Num, num.encode()), (m.Table, table.encode()), (m.Nested, nested.encode())]
+    versions = m.Versions(versions=[0, -1, 2**63 - 1, -2**63], small=[1, 0xFFFF])
+    bodies = (num, table, nested, versions, m.Versions(versions=[], small=[]))
+    return [(m.Frame, m.Frame(body=b).encode()) for b in bodies] + [
+        (m.Num, num.encode()), (m.Table, table.encode()), (m.Nested, nested.encode()),
+        (m.Versions, versions.encode())]
 
 
 def test_every_truncation_decodes_alike(m: ModuleType) -> None:
@@ -185,6 +196,42 @@ def test_odd_values_encode_alike(m: ModuleType) -> None:
     assert kinds == {"value", "raised"}
     big = m.Nested(tables=[m.Table(entries=[entry] * 5000, after=0)])  # past a u16 size
     assert same(big.encode)[0] == "raised"
+
+
+def test_integer_arrays_are_as_packed_by_hand(m: ModuleType) -> None:
+    versions = m.Versions(versions=[5, -2], small=[0x0102])
+    wire = struct.pack(">iqqBH", 2, 5, -2, 1, 0x0102)
+    assert versions.encode() == wire and m.Versions.decode(wire) == versions
+
+
+@settings(max_examples=scaled(200), deadline=None)
+@given(st.lists(st.integers(-2**63, 2**63 - 1), max_size=20),
+       st.lists(st.integers(0, 0xFFFF), max_size=20))
+def test_random_integer_arrays_code_alike(m: ModuleType, versions: list[int],
+                                          small: list[int]) -> None:
+    value = m.Versions(versions=versions, small=small)
+    assert same(value.encode)[0] == "value"
+    assert same_decodes(m.Versions, value.encode()) == "value"
+    assert same_decodes(m.Frame, m.Frame(body=value).encode()) == "value"
+
+
+def test_counts_that_disagree_with_the_integers_decode_alike(m: ModuleType) -> None:
+    tail = b"\x00"
+    for count in (-1, -2**31, 0, 1, 2, 3, 2**31 - 1):
+        for items in (b"", b"\x00" * 8, b"\x00" * 16, b"\x00" * 15):
+            same_decodes(m.Versions, struct.pack(">i", count) + items + tail)
+    same_decodes(m.Versions, struct.pack(">iB", 0, 200) + b"\x01\x00" * 3)
+
+
+def test_odd_integer_arrays_encode_alike(m: ModuleType) -> None:
+    kinds = set()
+    for versions in ([2**63], [-2**63 - 1], [True, False], [1.0], ["1"], [None], (1, 2), None,
+                     [1] * 3, "ab", [2**64]):
+        for small in ([0], [-1], [0x10000], [0] * 256, []):
+            value = m.Versions(versions=versions, small=small)
+            kinds.add(same(value.encode)[0])
+            same(m.Frame(body=value).encode)
+    assert kinds == {"value", "raised"}
 
 
 def test_emptied_slots_encode_alike(m: ModuleType) -> None:

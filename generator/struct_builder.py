@@ -117,6 +117,9 @@ class StructBuilder(ValueRules, CaseRules):
                            order=item.get("order", self.byte_order))
         else:
             f = _FIELD_CLASSES[kind](name=name, doc=doc, location=loc)
+            if "order" in item:  # an integer array's items are in the spec's byte_order
+                self.error(f"order: needs an integer or float field, not {kind}",
+                           [*path, "order"])
         if not isinstance(f, BytesField | StringField):  # their const: is read with their bounds
             f.const = self.int_value(item, "const", path,
                                      integral=isinstance(f, IntField | VarintField | BoolField))

@@ -112,6 +112,8 @@ CASES = [
     Case("keyword_identifier.yaml", "name: class", "class", "invalid identifier 'class'"),
     Case("invalid_identifier.yaml", "name: 1abc", "1abc", "'1abc' is not a valid identifier"),
     Case("unknown_key.yaml", "sizeof: command", "sizeof", "unknown key 'sizeof'"),
+    Case("order_on_an_array.yaml", "name: ids", "little",
+         "order: needs an integer or float field, not array"),
     Case("unknown_struct.yaml", "struct: Paylod", "Paylod", "unknown struct 'Paylod'"),
     Case("machine_unknown_state.yaml", "to: gone", "gone", "unknown state 'gone'"),
     Case("interaction_unknown_command.yaml", "response: HELO", "HELO",

@@ -16,7 +16,6 @@ import random
 import struct
 import sys
 import uuid
-from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -34,6 +33,7 @@ from tests.support.codec_agreement import (
     check_random_damage,
     check_truncations,
     outcome,
+    python_calls,
     same,
     same_decodes,
 )
@@ -482,34 +482,17 @@ def test_rows_the_codec_cannot_follow_are_refused() -> None:
         codec((ops["uuid"], "key", 0, 0, -1, 0, int, 0, None, None))
 
 
-def _python_calls(module: ModuleType, fn: Callable[[], Any]) -> list[str]:
-    """The functions of ``module`` (its generated Python methods) that ``fn`` runs."""
-    calls: list[str] = []
-    path = module.__file__
-
-    def profile(frame: Any, event: str, arg: Any) -> None:
-        if event == "call" and frame.f_code.co_filename == path:
-            calls.append(frame.f_code.co_qualname)
-
-    sys.setprofile(profile)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-    return calls
-
-
 def test_well_formed_frames_stay_in_c(m: ModuleType) -> None:
     """Valid input and plain values never reach the Python methods, except through a switch
     case the C codec does not take (Other), whose own methods run."""
     for cls, wire in _samples(m):
         module = sys.modules[cls.__module__]
         value = cls.decode(wire)
-        calls = _python_calls(module, lambda: cls.decode(wire))  # noqa: B023
-        calls += _python_calls(module, value.encode)
+        calls = python_calls(module, lambda: cls.decode(wire))  # noqa: B023
+        calls += python_calls(module, value.encode)
         if "Other" in repr(value):
             assert set(calls) <= {"Other.decode_from", "Other.encode", "Other.encode_to"}, calls
         else:
             assert calls == [], (cls, calls)
     # A give-up does run them: the check above would see it.
-    assert _python_calls(m, lambda: outcome(lambda: m.Frame.decode(b"\x04"))) != []
+    assert python_calls(m, lambda: outcome(lambda: m.Frame.decode(b"\x04"))) != []

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import struct
 import sys
-from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -29,6 +28,7 @@ from tests.support.codec_agreement import (
     check_random_damage,
     check_truncations,
     outcome,
+    python_calls,
     same,
     same_decodes,
 )
@@ -373,32 +373,15 @@ def test_constructors_agree(m: ModuleType) -> None:
 # --- C stays in C -------------------------------------------------------------------------------
 
 
-def _python_calls(module: ModuleType, fn: Callable[[], Any]) -> list[str]:
-    """The functions of ``module`` (its generated Python methods) that ``fn`` runs."""
-    calls: list[str] = []
-    path = module.__file__
-
-    def profile(frame: Any, event: str, arg: Any) -> None:
-        if event == "call" and frame.f_code.co_filename == path:
-            calls.append(frame.f_code.co_qualname)
-
-    sys.setprofile(profile)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-    return calls
-
-
 def test_well_formed_frames_stay_in_c(m: ModuleType) -> None:
     for cls, wire in _samples(m):
         module = sys.modules[cls.__module__]
         value = cls.decode(wire)
-        calls = _python_calls(module, lambda: cls.decode(wire))  # noqa: B023
-        calls += _python_calls(module, value.encode)
+        calls = python_calls(module, lambda: cls.decode(wire))  # noqa: B023
+        calls += python_calls(module, value.encode)
         assert calls == [], (cls, calls)
     # A give-up does run them: the check above would see it.
-    assert _python_calls(m, lambda: outcome(lambda: m.Cell.decode(b"\xff"))) != []
+    assert python_calls(m, lambda: outcome(lambda: m.Cell.decode(b"\xff"))) != []
 
 
 def test_rows_the_codec_cannot_follow_are_refused() -> None:

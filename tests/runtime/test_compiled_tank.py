@@ -24,7 +24,13 @@ from hypothesis import strategies as st
 from bench import frames_protocols
 from protoframe.generated.tank import frames as tank
 from protoframe.runtime.codec import compiled, compiled_frames
-from tests.support.codec_agreement import check_random_damage, check_truncations, outcome, same
+from tests.support.codec_agreement import (
+    check_random_damage,
+    check_truncations,
+    outcome,
+    python_calls,
+    same,
+)
 from tests.support.examples import scaled
 
 pytestmark = pytest.mark.skipif(
@@ -293,38 +299,21 @@ def test_odd_headers_decode_as_the_python_codec_does() -> None:
 # --- C stays in C ---------------------------------------------------------------------------------
 
 
-def _python_calls(fn: Callable[[], Any]) -> list[str]:
-    """The generated Python methods of TANK's module that ``fn`` runs."""
-    calls: list[str] = []
-    path = tank.__file__
-
-    def profile(frame: Any, event: str, arg: Any) -> None:
-        if event == "call" and frame.f_code.co_filename == path:
-            calls.append(frame.f_code.co_qualname)
-
-    sys.setprofile(profile)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-    return calls
-
-
 def test_well_formed_produce_requests_and_bundles_stay_in_c() -> None:
     for cls, wire in _samples():
         if cls is tank.Frame:
-            calls = _python_calls(lambda: tank.Frame.decode(wire, to_server=True))  # noqa: B023
+            calls = python_calls(tank, lambda: tank.Frame.decode(wire, to_server=True))  # noqa: B023
             # The frame's own methods only: it decodes through them (see above).
             assert set(calls) <= {"Frame.decode", "Frame.decode_from"}, calls
             frame = tank.Frame.decode(wire, to_server=True)
-            assert _python_calls(frame.encode) == []
+            assert python_calls(tank, frame.encode) == []
             continue
         decode: Callable[[bytes], Any] = cls.decode  # type: ignore[attr-defined]
         value = decode(wire)
-        assert _python_calls(lambda: decode(wire)) == [], cls  # noqa: B023
-        assert _python_calls(value.encode) == [], cls
+        assert python_calls(tank, lambda: decode(wire)) == [], cls  # noqa: B023
+        assert python_calls(tank, value.encode) == [], cls
     # A give-up does run them: the check above would see it.
-    assert _python_calls(lambda: outcome(lambda: tank.Bundle.decode(b"\x04"))) != []
+    assert python_calls(tank, lambda: outcome(lambda: tank.Bundle.decode(b"\x04"))) != []
 
 
 def test_omitted_conditional_fields_are_none_with_both_constructors() -> None:

@@ -7,12 +7,16 @@ command name and error, as the row path (``row_frames``: ``decode_frame`` then
 ``command_name`` and ``FRAME.to_arrow``) gives them, without a Python object per frame.
 
 The C extension ``runtime.codec._columnar`` (``FramePlan``) walks each frame struct by its
-layout table (``compiled_frames.frame_layout``): sizes, constants, checksums, bytes, nested
-structs (always there, there when bytes remain, there when a peeked value matches), and sized
-protobuf messages, which it decodes with the protobuf columnar decoder
-(``runtime/spark/columnar.py``). The frame itself is a struct of these (no switch, so its
-layout does not depend on the direction), with a command envelope whose type names the
-command (as ``command_name`` does for such frames).
+layout table (``compiled_frames.frame_layout``): sizes, constants, checksums, bytes, fixed-width
+integers (with a default when their bytes are missing), bools, uuids (as their text),
+length-prefixed bytes and text (UTF-8, modified UTF-8; with a default or None when no bytes
+remain), skipped trailing bytes, nested structs (always there, there when bytes remain, there
+when a peeked value matches, runs of them to the end of the region), switches on an integer
+key (the case's struct column set, the others' null), and sized protobuf messages, which it
+decodes with the protobuf columnar decoder (``runtime/spark/columnar.py``). The command is
+named by the frame's command envelope (its type, as ``command_name`` does for such frames)
+or by the case of the frame's own switch (what ``command_name`` says of a frame of that case).
+A switch whose cases depend on the direction is not planned.
 
 What it leaves to the row path:
 
@@ -21,9 +25,11 @@ What it leaves to the row path:
   every batch takes the row path (``frame_plan`` is None);
 * within a columnar frame, a frame the C decoder is not sure to decode exactly as the
   generated decoder does: whatever the generated decoder raises on (a size past its region, a
-  wrong constant, bytes left over, a command without its body, any protobuf value the
-  protobuf columnar path would leave to the row path) and a checksum that does not match
-  (the row path returns that frame with its ``ChecksumFailure``). That frame alone is decoded
+  wrong constant, bytes left over, a command without its body, a switch key no case has, text
+  that is not UTF-8, any protobuf value the protobuf columnar path would leave to the row
+  path), modified UTF-8 that is not plain UTF-8 (C0 80 for a NUL, surrogate pairs), a switch
+  case whose struct has no plan (a row this path does not know) and a checksum that does not
+  match (the row path returns that frame with its ``ChecksumFailure``). That frame alone is decoded
   by the row path, whose frame, name and error replace the row: errors are the row path's.
 
 Without the extension (not built, or ``PROTOFRAME_PURE_PYTHON`` set) everything takes the
@@ -38,6 +44,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple, Protocol, cast
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from protoframe.runtime.codec import compiled, compiled_frames, vocabulary
 from protoframe.runtime.spark import columnar
@@ -63,19 +70,35 @@ class Decoded(NamedTuple):
 
 
 class FramePlan:
-    """The columnar decoder of a protocol's frame, and where its command's type is."""
+    """The columnar decoder of a protocol's frame, and where its command's name comes from."""
 
-    def __init__(self, plan: columnar.Plan, command: tuple[int, int]) -> None:
+    def __init__(self, plan: columnar.Plan, command: tuple[int, int],
+                 case_names: Sequence[str | None] = ()) -> None:
         self.plan = plan
-        self.command = command  # (the frame's envelope field, the envelope's type field)
+        # (the frame's envelope field, the envelope's type field), or (-2, the frame's switch
+        # field), whose cases are named by case_names (the command of each case's field)
+        self.command = command
+        self.case_names = tuple(case_names)
 
     def decode(self, frames: Any) -> tuple[Decoded, list[int]]:
         """The columns of a binary array of whole frames, and the rows left to the row path
         (null in the columns)."""
         column, bad = self.plan.decode(frames)
         envelope, type_field = self.command
-        names = column.field(envelope).field(type_field)
+        if envelope >= 0:
+            names = column.field(envelope).field(type_field)
+        else:
+            names = self._case_names(column.field(type_field))
         return Decoded(column, names, pa.nulls(len(column), pa.string())), bad
+
+    def _case_names(self, switch: Any) -> Any:
+        """The command name of each row of a switch column: its case's (null where none)."""
+        names = pa.nulls(len(switch), pa.string())
+        for k, name in enumerate(self.case_names):
+            case = switch.field(k)
+            if name is not None and case.null_count < len(case):
+                names = pc.if_else(case.is_valid(), name, names)
+        return names
 
 
 _PLANS: dict[Any, FramePlan | None] = {}
@@ -99,20 +122,50 @@ def _make_plan(module: SparkModule) -> FramePlan | None:
     tables = columnar._Tables(vars(spark) if spark is not None else {}, enum_names)
     commands: list[tuple[int, int]] = []
     spec = _frame_spec(codec.python_type, codec.arrow_type, (), tables, commands)
-    if spec is None or len(commands) != 1 or commands[0][0] < 0:
+    if spec is None or len(commands) != 1 or commands[0][0] == -1:
         return None
+    case_names: list[str | None] = []
+    if commands[0][0] == -2:
+        names = _case_names(module, codec.python_type, codec.arrow_type[commands[0][1]])
+        if names is None:
+            return None
+        case_names = names
     assert columnar._columnar is not None
     c_plan = columnar._columnar.FramePlan(spec)
-    return FramePlan(columnar.Plan(c_plan, codec.arrow_type, enum_names), commands[0])
+    return FramePlan(columnar.Plan(c_plan, codec.arrow_type, enum_names), commands[0],
+                     case_names)
+
+
+def _case_names(module: SparkModule, cls: type, field: Any) -> list[str | None] | None:
+    """What ``command_name`` says of a frame of each case of its switch (``field``, a struct
+    of one field per case, named after the case's struct), or None when it does not say it
+    by the case alone."""
+    layout = compiled_frames.frame_layout(cls)
+    assert layout is not None
+    switch = next(row for row in layout[1] if row[0] == "switch")
+    by_name = {c.__name__: c for c in switch[4][2]}
+    names: list[str | None] = []
+    for case in field.type:
+        case_cls = by_name.get(case.name)
+        if case_cls is None:
+            names.append(None)
+            continue
+        frame: Any = object.__new__(cls)
+        try:
+            setattr(frame, str(switch[1]), object.__new__(case_cls))
+            names.append(module.command_name(frame))
+        except Exception:  # noqa: BLE001 - it looks at more than the case
+            return None
+    return names
 
 
 def _frame_spec(cls: type, arrow_type: Any, path: tuple[int, ...], tables: Any,
                 commands: list[tuple[int, int]]) -> tuple[Any, ...] | None:
     """The C plan of frame struct ``cls`` with the fields of ``arrow_type``, or None.
 
-    ``commands`` collects the (field, type field) of each command envelope; one inside a
-    nested struct counts as (-1, -1), so that its frame (which ``command_name`` names by
-    other means) takes the row path.
+    ``commands`` collects the (field, type field) of each command envelope, and (-2, field)
+    for a switch of the frame itself; one inside a nested struct counts as (-1, -1), so that
+    its frame (which ``command_name`` names by other means) takes the row path.
     """
     assert columnar._columnar is not None
     steps_of = columnar._columnar.FRAME_STEPS
@@ -135,13 +188,34 @@ def _frame_spec(cls: type, arrow_type: Any, path: tuple[int, ...], tables: Any,
         at, number, child = 0, 0, -1
         c_extra: Any = None
         field: Any = None
-        if op in ("proto", vocabulary.ENVELOPE, "bytes", "struct"):
+        if op in _STORED:
             if name is None or name not in fields or name in filled:
                 return None
             filled.add(name)
             child = fields[name]
             field = arrow_type[child]
-        if op == "size":
+        if op in _PLAIN:
+            spec = _plain_step(op, int_type, ref, extra, field)
+            if spec is None:
+                return None
+            width, signed, big, at, number, c_extra = spec
+        elif op == "switch":
+            if _takes_direction(cls) or index.get(extra[1]) is None:
+                return None  # its cases depend on the direction; or it is not sized
+            c_extra = _switch(ref, extra, field, (*path, child), tables, commands)
+            if c_extra is None:
+                return None
+            at = 1
+        elif op == "struct_run":
+            item = field.type.value_field if pa.types.is_list(field.type) else None
+            if item is None or field.nullable or item.nullable:
+                return None
+            c_extra = _frame_spec(ref, item.type, (*path, child), tables, commands)
+            if c_extra is None:
+                return None
+        elif op in ("skip_trailing", "switch_key"):
+            pass
+        elif op == "size":
             at = index[ref]
         elif op == "const":
             number = ref & ((1 << 8 * width) - 1)  # as read: a negative one's two's complement
@@ -180,10 +254,86 @@ def _frame_spec(cls: type, arrow_type: Any, path: tuple[int, ...], tables: Any,
                 return None
         elif op != "size_rest":
             return None  # a row this path does not know
-        steps.append((steps_of[op], width, signed, big, at, number, child, c_extra))
+        steps.append((steps_of[_C_STEP.get(op, op)], width, signed, big, at, number, child,
+                      c_extra))
     if filled != set(fields):
         return None
     return (check_end, tuple(field.nullable for field in arrow_type), tuple(steps))
+
+
+_STORED = {"proto", vocabulary.ENVELOPE, "bytes", "struct", "int", "bool", "uuid", "prefixed",
+           "prefixed_default", "prefixed_optional", "default", "struct_run", "switch"}
+# rows of one plain value, the same step at any depth
+_PLAIN = {"int", "bool", "uuid", "prefixed", "prefixed_default", "prefixed_optional", "default"}
+_INT_WIDTHS = {pa.int8(): 1, pa.int16(): 2, pa.int32(): 4, pa.int64(): 8}
+_C_STEP = {"prefixed_default": "prefixed", "prefixed_optional": "prefixed"}
+_PRESENT = {"prefixed": "prefixed_always", "prefixed_default": "prefixed_default",
+            "prefixed_optional": "prefixed_optional"}
+_TEXT = {"bytes": ("text_bytes", pa.binary()), "utf8": ("text_utf8", pa.string()),
+         "mutf8": ("text_mutf8", pa.string())}
+
+
+def _plain_step(op: str, int_type: str | None, ref: Any, extra: Any,
+                field: Any) -> tuple[int, int, int, int, int, Any] | None:
+    """(width, signed, big, at, number, extra) of the step of a plain value row whose column
+    is ``field``, or None when this path does not take it."""
+    assert columnar._columnar is not None
+    consts = columnar._columnar.FRAME_PRESENCE
+    if op == "uuid":
+        return (0, 0, 0, 0, 0, None) if field.type == pa.string() else None
+    if op == "bool":
+        return (1, 0, 0, 0, 0, None) if field.type == pa.bool_() else None
+    if int_type is None or int_type == "varint":
+        return None
+    width, signed, big = _int_type(int_type)
+    if op in ("int", "default"):
+        arrow_width = _INT_WIDTHS.get(field.type)
+        if arrow_width is None or width + (not signed) > arrow_width or field.nullable:
+            return None  # a value the column does not hold as the row path does
+        number = 0 if op == "int" else ref & ((1 << 64) - 1)
+        return width, signed, big, 0, number, arrow_width
+    text = _TEXT.get(ref)
+    if text is None or field.type != text[1]:
+        return None
+    at = consts[_PRESENT[op]]
+    default: Any = None
+    if op == "prefixed_default":
+        default = extra.encode() if isinstance(extra, str) else extra
+        if not isinstance(default, bytes) or (ref == "bytes") != isinstance(extra, bytes):
+            return None
+    if field.nullable != (op == "prefixed_optional"):
+        return None
+    return width, signed, big, at, consts[text[0]], default
+
+
+def _takes_direction(cls: type) -> bool:
+    """Whether frame struct ``cls`` decodes with the direction (a switch choosing its cases
+    by it): its Python ``decode_from``, which a compiled codec keeps as ``__wrapped__``."""
+    python = getattr(cls.__dict__.get("decode_from"), "__wrapped__", None)
+    return python is None or compiled_frames._decode_takes_more(python)
+
+
+def _switch(table: Any, extra: Any, field: Any, path: tuple[int, ...],
+            tables: Any, commands: list[tuple[int, int]]) -> tuple[Any, ...] | None:
+    """The C form of a switch row (its column ``field``, a struct of one field per case struct,
+    named after it): (the cases' nullable flags, ((key, field, spec or None), ...) by key); a
+    case this path cannot decode is None, its frames left to the row path."""
+    # the cases by their class (table's decoders may be compiled codecs by now)
+    by_key = {code: cls for cls, code in extra[2].items()}
+    if (not pa.types.is_struct(field.type) or not isinstance(table, dict)
+            or set(by_key) != set(table) or len(by_key) != len(extra[2])):
+        return None
+    fields = {f.name: i for i, f in enumerate(field.type)}
+    cases = []
+    for key, cls in sorted(by_key.items()):
+        if not isinstance(cls, type) or cls.__name__ not in fields:
+            return None
+        k = fields[cls.__name__]
+        spec = _frame_spec(cls, field.type[k].type, (*path, k), tables, commands)
+        cases.append((key, k, spec))
+    # a switch of the frame itself names the command by its case (see _make_plan)
+    commands.append((-2, path[0]) if len(path) == 1 else (-1, -1))
+    return tuple(f.nullable for f in field.type), tuple(cases)
 
 
 def _envelope(cls: type, arrow_type: Any, type_attr: str, bodies: dict[Any, str],

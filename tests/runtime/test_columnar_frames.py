@@ -6,8 +6,11 @@ entry metadata) and damaged ones (cut short, a flipped byte, bytes appended, a w
 checksum, a command without its body, an undeclared command type, sizes past their region)
 decode to the same frame column, command names and errors, type for type and value for value,
 by ``decode_frames`` as by ``row_frames`` (``decode_frame`` per frame, ``command_name``,
-``FRAME.to_arrow``); the clean ones all on the fast path. Pravega (its frame is a switch) and
-TubeMQ (no layout tables) have no columnar plan, and their runs take the row path whole.
+``FRAME.to_arrow``); the clean ones all on the fast path. The same for Pravega (its frame is a
+switch on the command type: the case's struct column set, the others null), whose table-segment
+commands (counted arrays, a field under a condition) and KeepAlive (no layout table) are left
+to the row path frame by frame. TubeMQ (no layout tables) has no columnar plan, and its runs
+take the row path whole.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from protoframe.runtime.spark.columnar_frames import (  # noqa: E402
 )
 from tests.support.pravega_frames import COMMANDS as PRAVEGA_COMMANDS  # noqa: E402
 from tests.support.pravega_frames import VECTORS as PRAVEGA_VECTORS  # noqa: E402
+from tests.support.pravega_frames import WRITER  # noqa: E402
 from tests.support.pravega_frames import struct_strategy as pravega_struct  # noqa: E402
 from tests.support.pulsar_frames import any_frames, sample_wire_frames  # noqa: E402
 from tests.support.tubemq_commands import COMMANDS as TUBEMQ_COMMANDS  # noqa: E402
@@ -88,9 +92,9 @@ def _damaged(wire: bytes, how: int, where: int) -> bytes:
     return wire[:4] + struct.pack(">I", where) + wire[8:]  # the command's size replaced
 
 
-def test_pulsar_has_a_plan_and_the_others_do_not() -> None:
+def test_pulsar_and_pravega_have_a_plan_and_tubemq_does_not() -> None:
     assert frame_plan(pulsar_spark) is not None
-    assert frame_plan(pravega_spark) is None  # a switch on the command type
+    assert frame_plan(pravega_spark) is not None
     assert frame_plan(tubemq_spark) is None  # no layout tables
 
 
@@ -162,17 +166,88 @@ def test_chunked_input() -> None:
 
 PRAVEGA = st.one_of([pravega_struct(s) for s in PRAVEGA_COMMANDS]).map(
     lambda body: pravega_frames.Frame(body=body))
+# The commands whose frames the columnar path leaves to the row path: a counted array, a field
+# under a condition, a bool read when its byte remains; KeepAlive has no layout table.
+PRAVEGA_ROW_PATH = {
+    "CreateTableSegment", "UpdateTableEntries", "TableEntriesUpdated", "RemoveTableKeys",
+    "ReadTable", "TableRead", "TableKeysRead", "TableEntriesRead", "TableEntriesDeltaRead",
+    "KeepAlive",
+}
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=SLOW)
-@given(values=st.lists(PRAVEGA, max_size=8),
+def _texts(value: Any) -> list[str]:
+    """Every string a frame struct holds, nested structs and lists included."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [t for v in value for t in _texts(v)]
+    if hasattr(value, "__slots__"):
+        return [t for name in value.__slots__ for t in _texts(getattr(value, name))]
+    return []
+
+
+def _pravega_row_path(frame: Any) -> bool:
+    """Whether the columnar path leaves a well-formed frame to the row path: its command is one
+    it does not plan, or a string's modified UTF-8 is not plain UTF-8 (a NUL written as C0 80,
+    a character past the BMP as two surrogates)."""
+    return type(frame.body).__name__ in PRAVEGA_ROW_PATH or any(
+        "\x00" in t or any(ord(c) > 0xFFFF for c in t) for t in _texts(frame.body))
+
+
+def test_pravega_plan_covers_the_other_commands() -> None:
+    plan = frame_plan(pravega_spark)
+    assert plan is not None
+    body = pravega_spark.FRAME.arrow_type[0].type
+    assert len(plan.case_names) == body.num_fields
+    assert plan.case_names[body.get_field_index("SetupAppend")] == "SETUP_APPEND"
+    assert plan.case_names[body.get_field_index("KeepAlive")] == "KEEP_ALIVE"
+
+
+def test_pravega_vectors() -> None:
+    wire = [w for w, _ in PRAVEGA_VECTORS]
+    out, bad = _agree(pravega_spark, wire)
+    values = [pravega_frames.Frame.decode(w) for w in wire]
+    assert bad == [i for i, v in enumerate(values) if _pravega_row_path(v)]
+    assert out.errors.null_count == len(wire)
+    assert out.names.to_pylist() == [pravega_spark.command_name(v) for v in values]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=SLOW)
+@given(values=st.lists(PRAVEGA, max_size=10), offset=st.integers(0, 3))
+def test_pravega_frames(values: list[Any], offset: int) -> None:
+    _, bad = _agree(pravega_spark, [v.encode() for v in values], offset)
+    assert bad == [i for i, v in enumerate(values) if _pravega_row_path(v)]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=SLOW)
+@given(values=st.lists(PRAVEGA, min_size=1, max_size=8),
        damage=st.lists(st.tuples(st.integers(0, 7), st.integers(0, 3), st.integers(0, 2**16)),
-                       max_size=3))
-def test_pravega_frames(values: list[Any], damage: list[tuple[int, int, int]]) -> None:
+                       max_size=4))
+def test_damaged_pravega_frames(values: list[Any], damage: list[tuple[int, int, int]]) -> None:
     wire = [v.encode() for v in values] + [w for w, _ in PRAVEGA_VECTORS[:2]]
     for index, how, where in damage:
         wire[index % len(wire)] = _damaged(wire[index % len(wire)], how, where)
     _agree(pravega_spark, wire)
+
+
+def test_pravega_frames_the_row_path_decides() -> None:
+    setup = pravega_frames.Frame(body=pravega_frames.SetupAppend(
+        request_id=7, writer_id=WRITER, segment="scope/stream/0", delegation_token="")).encode()
+    unknown = struct.pack(">ii", 12345, 0)  # a type no command has
+    negative = setup[:4] + struct.pack(">i", -1) + setup[8:]  # a negative body size
+    short = setup[:4] + struct.pack(">i", len(setup) - 9) + setup[8:-1]  # the body cut short
+    bad_text = bytearray(setup)
+    bad_text[setup.index(b"scope")] = 0xFF  # a segment name that is not modified UTF-8
+    nul = pravega_frames.Frame(body=pravega_frames.SegmentSealed(
+        request_id=1, segment="a\x00b")).encode()  # C0 80: the row path's text
+    wire = [setup, unknown, negative, short, bytes(bad_text), nul, setup + b"\x00", setup]
+    out, bad = _agree(pravega_spark, wire)
+    assert bad == [1, 2, 3, 4, 5, 6]
+    errors = out.errors.to_pylist()
+    assert errors[0] is None and errors[7] is None and errors[5] is None
+    assert errors[1].startswith("UnknownCommandTypeError")
+    assert all(errors[i] for i in (1, 2, 3, 4, 6))
+    assert out.names.to_pylist()[5] == "SEGMENT_SEALED"
 
 
 @st.composite
@@ -233,4 +308,15 @@ def test_plans_are_checked() -> None:
         frame_plan_type((True, (), ((steps["bytes"], 0, 0, 0, -1, 0, -1, None),)))
     with pytest.raises(ValueError, match="sizes a later step"):
         frame_plan_type((True, (), ((steps["size"], 4, 0, 1, 0, 0, -1, None),)))
+    with pytest.raises(ValueError, match="too narrow"):  # a u32 in an int32 column
+        frame_plan_type((True, (False,), ((steps["int"], 4, 0, 1, 0, 0, 0, 4),)))
+    with pytest.raises(ValueError, match="takes none"):
+        frame_plan_type((True, (False,), ((steps["size"], 4, 0, 1, 1, 0, -1, None),
+                                          (steps["int"], 4, 1, 1, 0, 0, 0, 4))))
+    with pytest.raises(ValueError, match="sized by a size step"):
+        frame_plan_type((True, (False,), ((steps["switch"], 0, 0, 0, 1, 0, 0, ((), ())),)))
+    with pytest.raises(ValueError, match="cases out of range or order"):
+        frame_plan_type((True, (False,), (
+            (steps["size"], 4, 1, 1, 1, 0, -1, None),
+            (steps["switch"], 0, 0, 0, 1, 0, 0, ((True,), ((2, 0, None), (1, 0, None)))))))
     assert columnar_frames.frame_plan(pulsar_spark) is columnar_frames.frame_plan(pulsar_spark)

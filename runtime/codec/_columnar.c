@@ -976,7 +976,10 @@ static PyTypeObject PlanType = {
    a switch case planned as NULL), makes the whole row bad. */
 
 enum { F_SIZE_REST = 1, F_SIZE, F_CONST, F_CHECKSUM, F_PROTO, F_BYTES, F_STRUCT, F_INT,
-       F_BOOL, F_UUID, F_PREFIXED, F_DEFAULT, F_SKIP, F_RUN, F_SWITCH_KEY, F_SWITCH };
+       F_BOOL, F_UUID, F_PREFIXED, F_DEFAULT, F_SKIP, F_RUN, F_SWITCH_KEY, F_SWITCH,
+       F_PROTO_PREFIXED, F_STRUCT_WHEN, F_BLOCKS };
+/* a row there when an integer field of an earlier message row compares to a value */
+enum { W_ALWAYS = 0, W_EQ = 1, W_NE = 2 };
 enum { P_ALWAYS = 0, P_REMAINING = 1, P_PEEK = 2 };
 /* F_PREFIXED: what the bytes are (number), and whether they are always there (at) */
 enum { T_BYTES = 0, T_UTF8 = 1, T_MUTF8 = 2 };
@@ -984,7 +987,8 @@ enum { X_ALWAYS = 0, X_DEFAULT = 1, X_OPTIONAL = 2 };
 #define F_MAX_STEPS 64  /* sizes are kept per step on the C stack */
 
 typedef struct FNode FNode;
-typedef struct {
+typedef struct FStep FStep;
+struct FStep {
     int op;
     int width, is_signed, big;  /* the stored integer of a size, constant, checksum, peek */
     int at;               /* F_SIZE: the step it sizes; F_BYTES: -1 for the rest;
@@ -1001,10 +1005,19 @@ typedef struct {
     int64_t *keys;
     FNode **cases;
     Py_ssize_t ncases;
+    /* F_PROTO_PREFIXED, F_STRUCT_WHEN: there when field when_field of the message of step
+       when_step (as the column holds it) compares to when_bits by when_op (W_*) */
+    int when_op;
+    Py_ssize_t when_step, when_field;
+    uint64_t when_bits;
+    /* F_BLOCKS: the block length's integer, the most bytes a block holds and the most
+       blocks (0: no limit) */
+    FStep *block;
+    uint64_t block_max, blocks_max;
     Py_ssize_t type_field;  /* F_PROTO of a command envelope: its type field, else -1 */
     int32_t *body_of;     /* the type's enum index -> its body field, or -1 (no body) */
     Py_ssize_t nbody;
-} FStep;
+};
 
 struct FNode {
     Col *col;
@@ -1022,6 +1035,7 @@ static void fnode_free(FNode *n) {
         for (Py_ssize_t k = 0; k < n->steps[i].ncases; k++) fnode_free(n->steps[i].cases[k]);
         PyMem_Free(n->steps[i].cases);
         PyMem_Free(n->steps[i].keys);
+        PyMem_Free(n->steps[i].block);
     }
     PyMem_Free(n->steps);
     PyMem_Free(n);  /* n->col belongs to its parent column (or the plan) */
@@ -1080,7 +1094,8 @@ static FNode *build_frame(PyObject *spec, int depth) {
         int stored = st->op == F_PROTO || st->op == F_BYTES || st->op == F_STRUCT
                      || st->op == F_INT || st->op == F_BOOL || st->op == F_UUID
                      || st->op == F_PREFIXED || st->op == F_DEFAULT || st->op == F_RUN
-                     || st->op == F_SWITCH;
+                     || st->op == F_SWITCH || st->op == F_PROTO_PREFIXED
+                     || st->op == F_STRUCT_WHEN || st->op == F_BLOCKS;
         if (stored != (st->child >= 0)) {
             PyErr_SetString(PyExc_ValueError, "a stored step names its field, no other does");
             goto fail;
@@ -1182,6 +1197,65 @@ static FNode *build_frame(PyObject *spec, int depth) {
             break;
         case F_SKIP: case F_SWITCH_KEY:
             break;
+        case F_PROTO_PREFIXED: case F_STRUCT_WHEN: {
+            /* extra: (message rows or struct spec, None or (step, field, bits, W_EQ/W_NE)) */
+            PyObject *inner, *when;
+            if (!PyArg_ParseTuple(extra, "OO:when", &inner, &when)) goto fail;
+            if (when != Py_None) {
+                unsigned long long bits;
+                if (!PyArg_ParseTuple(when, "nnKi:condition", &st->when_step, &st->when_field,
+                                      &bits, &st->when_op))
+                    goto fail;
+                st->when_bits = bits;
+                const FStep *by = st->when_step >= 0 && st->when_step < i
+                                  ? &n->steps[st->when_step] : NULL;
+                Col *m = by != NULL && by->op == F_PROTO_PREFIXED && by->when_op == W_ALWAYS
+                         ? s->fields[by->child] : NULL;
+                if (m == NULL || st->when_field < 0 || st->when_field >= m->nfields
+                    || !m->fields[st->when_field]->required
+                    || (m->fields[st->when_field]->shape != C_FIXED
+                        && m->fields[st->when_field]->shape != C_BOOL)
+                    || (st->when_op != W_EQ && st->when_op != W_NE)) {
+                    PyErr_SetString(PyExc_ValueError,
+                                    "a condition reads a required integer of an earlier message");
+                    goto fail;
+                }
+            }
+            if (st->op == F_PROTO_PREFIXED) {
+                if ((c = build_struct(inner, 0)) == NULL) goto fail;
+                s->fields[st->child] = c;
+            } else {
+                if ((st->node = build_frame(inner, depth + 1)) == NULL) goto fail;
+                c = st->node->col;
+                s->fields[st->child] = c;
+            }
+            break;
+        }
+        case F_BLOCKS: {  /* extra: (spec, block width, signed, big, most bytes, most blocks) */
+            PyObject *inner;
+            int bwidth, bsigned, bbig;
+            unsigned long long bmax, cmax;
+            if (!PyArg_ParseTuple(extra, "OiiiKK:blocks", &inner, &bwidth, &bsigned, &bbig,
+                                  &bmax, &cmax))
+                goto fail;
+            if (st->width == 0 || bwidth <= 0 || bwidth > 8) {
+                PyErr_SetString(PyExc_ValueError, "blocks need their integers");
+                goto fail;
+            }
+            if ((st->block = PyMem_Calloc(1, sizeof(FStep))) == NULL) {
+                PyErr_NoMemory();
+                goto fail;
+            }
+            st->block->width = bwidth;
+            st->block->is_signed = bsigned;
+            st->block->big = bbig;
+            st->block_max = bmax;
+            st->blocks_max = cmax;
+            if ((st->node = build_frame(inner, depth + 1)) == NULL) goto fail;
+            c = st->node->col;
+            s->fields[st->child] = c;
+            break;
+        }
         case F_RUN:
             if ((c = col_new()) == NULL) goto fail;
             s->fields[st->child] = c;
@@ -1303,6 +1377,15 @@ static int commit_text(Col *c, int text, const uint8_t *p, Py_ssize_t n) {
     c->str = p;
     c->str_len = n;
     return col_commit_value(c) < 0 ? ERR : OK;
+}
+
+/* Whether the row of step st is there: its condition on the message an earlier step of
+   node n decoded, if it has one. */
+static int when_holds(const FNode *n, const FStep *st) {
+    if (st->when_op == W_ALWAYS) return 1;
+    const Col *m = n->col->fields[n->steps[st->when_step].child];
+    int eq = m->fields[st->when_field]->bits == st->when_bits;
+    return st->when_op == W_EQ ? eq : !eq;
 }
 
 /* The case of switch step st for `key`, or -1. */
@@ -1484,6 +1567,69 @@ static int decode_frame_struct(const FNode *n, const uint8_t **pp, const uint8_t
             c->len++;
             break;
         }
+        case F_PROTO_PREFIXED: {  /* a message after its length, there when its condition is */
+            Col *c = s->fields[st->child];
+            if (!when_holds(n, st)) break;  /* None: it lags */
+            if (st->width == 0 ? read_varint(&p, end, &v) != OK
+                               : read_uint(st, &p, end, &v) != OK || negative(st, v))
+                return BAD;
+            if (v > (uint64_t)(end - p)) return BAD;
+            if (col_catch_up(c, at) < 0) return ERR;
+            r = decode_message(c, p, p + v, 0);
+            if (r != OK) return r;
+            p += v;
+            break;
+        }
+        case F_STRUCT_WHEN:
+            if (!when_holds(n, st)) break;
+            if (col_catch_up(st->node->col, at) < 0) return ERR;
+            r = decode_frame_struct(st->node, &p, end);
+            if (r != OK) return r;
+            break;
+        case F_BLOCKS: {  /* a struct whose bytes come in sized blocks, read as one */
+            uint64_t count, size, total = 0;
+            if (read_uint(st, &p, end, &count) != OK || negative(st, count)
+                || (st->blocks_max && count > st->blocks_max))
+                return BAD;
+            const uint8_t *q = p;
+            for (uint64_t k = 0; k < count; k++) {
+                if (read_uint(st->block, &q, end, &size) != OK || negative(st->block, size)
+                    || size > st->block_max || size > (uint64_t)(end - q))
+                    return BAD;
+                q += size;
+                total += size;
+            }
+            const uint8_t *content = q, *cend = q;  /* no blocks: no bytes */
+            uint8_t *joined = NULL;
+            if (count == 1) {  /* the common case: read in place */
+                content = p + st->block->width;
+                cend = content + total;
+            } else if (count > 1) {
+                if ((joined = PyMem_Malloc((size_t)total + 1)) == NULL) {
+                    PyErr_NoMemory();
+                    return ERR;
+                }
+                const uint8_t *b = p;
+                uint8_t *o = joined;
+                for (uint64_t k = 0; k < count; k++) {
+                    read_uint(st->block, &b, end, &size);  /* checked above */
+                    memcpy(o, b, (size_t)size);
+                    o += size;
+                    b += size;
+                }
+                content = joined;
+                cend = joined + total;
+            }
+            /* what the struct keeps of the bytes is copied into its columns as it goes */
+            const uint8_t *cp = content;
+            if (col_catch_up(st->node->col, at) < 0) r = ERR;
+            else r = decode_frame_struct(st->node, &cp, cend);
+            PyMem_Free(joined);
+            if (r != OK) return r;
+            if (cp != cend) return BAD;  /* block bytes left over */
+            p = q;
+            break;
+        }
         case F_SWITCH_KEY:
             if (read_int(st, &p, end, &key) != OK) return BAD;
             have_key = 1;
@@ -1576,19 +1722,23 @@ static PyTypeObject FramePlanType = {
 
 /* The step numbers, for runtime/spark/columnar_frames.py. */
 static int add_frame_steps(PyObject *m) {
-    PyObject *d = Py_BuildValue("{sisisisisisisisisisisisisisisisi}", "size_rest", F_SIZE_REST,
+    PyObject *d = Py_BuildValue("{sisisisisisisisisisisisisisisisisisisi}",
+                                "size_rest", F_SIZE_REST,
                                 "size", F_SIZE, "const", F_CONST, "checksum", F_CHECKSUM,
                                 "proto", F_PROTO, "bytes", F_BYTES, "struct", F_STRUCT,
                                 "int", F_INT, "bool", F_BOOL, "uuid", F_UUID,
                                 "prefixed", F_PREFIXED, "default", F_DEFAULT,
                                 "skip_trailing", F_SKIP, "struct_run", F_RUN,
-                                "switch_key", F_SWITCH_KEY, "switch", F_SWITCH);
+                                "switch_key", F_SWITCH_KEY, "switch", F_SWITCH,
+                                "proto_prefixed", F_PROTO_PREFIXED,
+                                "struct_when", F_STRUCT_WHEN, "blocks", F_BLOCKS);
     if (d == NULL) return -1;
-    PyObject *p = Py_BuildValue("{sisisisisisisisisi}", "always", P_ALWAYS,
+    PyObject *p = Py_BuildValue("{sisisisisisisisisisisi}", "always", P_ALWAYS,
                                 "remaining", P_REMAINING, "peek", P_PEEK,
                                 "text_bytes", T_BYTES, "text_utf8", T_UTF8,
                                 "text_mutf8", T_MUTF8, "prefixed_always", X_ALWAYS,
-                                "prefixed_default", X_DEFAULT, "prefixed_optional", X_OPTIONAL);
+                                "prefixed_default", X_DEFAULT, "prefixed_optional", X_OPTIONAL,
+                                "when_eq", W_EQ, "when_ne", W_NE);
     if (p == NULL) {
         Py_DECREF(d);
         return -1;

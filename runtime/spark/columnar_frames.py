@@ -14,9 +14,12 @@ remain), skipped trailing bytes, nested structs (always there, there when bytes 
 when a peeked value matches, runs of them to the end of the region), switches on an integer
 key (the case's struct column set, the others' null), and sized protobuf messages, which it
 decodes with the protobuf columnar decoder (``runtime/spark/columnar.py``). The command is
-named by the frame's command envelope (its type, as ``command_name`` does for such frames)
-or by the case of the frame's own switch (what ``command_name`` says of a frame of that case).
-A switch whose cases depend on the direction is not planned.
+named by the frame's command envelope (its type, as ``command_name`` does for such frames),
+by the case of the frame's own switch (what ``command_name`` says of a frame of that case), or
+else by ``command_name`` itself, asked once per kind of row of a stand-in that reads the
+columns (``_Probe``). TubeMQ's frame adds blocks (a struct whose bytes come in sized blocks),
+varint-prefixed protobuf messages and rows there when a field of an earlier message compares
+to a constant. A switch whose cases depend on the direction is not planned.
 
 What it leaves to the row path:
 
@@ -73,12 +76,16 @@ class FramePlan:
     """The columnar decoder of a protocol's frame, and where its command's name comes from."""
 
     def __init__(self, plan: columnar.Plan, command: tuple[int, int],
-                 case_names: Sequence[str | None] = ()) -> None:
+                 case_names: Sequence[str | None] = (), module: Any = None,
+                 cls: Any = None) -> None:
         self.plan = plan
         # (the frame's envelope field, the envelope's type field), or (-2, the frame's switch
-        # field), whose cases are named by case_names (the command of each case's field)
+        # field), whose cases are named by case_names (the command of each case's field), or
+        # (-3, -3): command_name of module asked of the columns of frame struct cls
         self.command = command
         self.case_names = tuple(case_names)
+        self.module = module
+        self.cls = cls
 
     def decode(self, frames: Any) -> tuple[Decoded, list[int]]:
         """The columns of a binary array of whole frames, and the rows left to the row path
@@ -87,8 +94,13 @@ class FramePlan:
         envelope, type_field = self.command
         if envelope >= 0:
             names = column.field(envelope).field(type_field)
-        else:
+        elif envelope == -2:
             names = self._case_names(column.field(type_field))
+        else:
+            names = _Probe(self.module, self.cls, column).names()
+            if names is None:  # command_name looked at what the columns cannot answer
+                return Decoded(column, pa.nulls(len(column), pa.string()),
+                               pa.nulls(len(column), pa.string())), list(range(len(column)))
         return Decoded(column, names, pa.nulls(len(column), pa.string())), bad
 
     def _case_names(self, switch: Any) -> Any:
@@ -122,10 +134,12 @@ def _make_plan(module: SparkModule) -> FramePlan | None:
     tables = columnar._Tables(vars(spark) if spark is not None else {}, enum_names)
     commands: list[tuple[int, int]] = []
     spec = _frame_spec(codec.python_type, codec.arrow_type, (), tables, commands)
-    if spec is None or len(commands) != 1 or commands[0][0] == -1:
+    if spec is None or len(commands) > 1 or (-1, -1) in commands:
         return None
     case_names: list[str | None] = []
-    if commands[0][0] == -2:
+    if not commands:  # command_name asked of the columns (see _Probe)
+        commands.append((-3, -3))
+    elif commands[0][0] == -2:
         names = _case_names(module, codec.python_type, codec.arrow_type[commands[0][1]])
         if names is None:
             return None
@@ -133,7 +147,122 @@ def _make_plan(module: SparkModule) -> FramePlan | None:
     assert columnar._columnar is not None
     c_plan = columnar._columnar.FramePlan(spec)
     return FramePlan(columnar.Plan(c_plan, codec.arrow_type, enum_names), commands[0],
-                     case_names)
+                     case_names, module, codec.python_type)
+
+
+class _Unanswered(Exception):
+    """command_name asked for something the columns do not hold as the frame object would."""
+
+
+class _Probe:
+    """``command_name`` of each row of a frame struct column, asked once per kind of row.
+
+    It runs on a stand-in of one row's frame (``_Stand``) that answers attribute reads from
+    the columns and notes each (a nested struct: whether it is null; an integer or bool: its
+    value). The name depends on nothing else, so every row that reads the same there gets the
+    same name: one call, then a few Arrow comparisons, name all those rows; the next call is
+    for the first row left. Strings, enums, uuids, lists and nulls where the object holds a
+    default are not answered (``names`` gives None: the batch takes the row path).
+    """
+
+    def __init__(self, module: Any, cls: type, column: Any) -> None:
+        self.module = module
+        self.cls = cls
+        self.column = column
+        self._columns: dict[tuple[int, ...], Any] = {(): column}
+
+    def at(self, path: tuple[int, ...]) -> Any:
+        """The child column at ``path`` (field indices) below the frame column."""
+        if path not in self._columns:
+            self._columns[path] = self.at(path[:-1]).field(path[-1])
+        return self._columns[path]
+
+    def names(self) -> Any:
+        names = pa.nulls(len(self.column), pa.string())
+        todo = self.column.is_valid()
+        while True:
+            first = pc.index(todo, True).as_py()
+            if first < 0:
+                return names
+            reads: list[tuple[tuple[int, ...], Any]] = []
+            try:
+                name = self.module.command_name(_Stand(self, self.cls, (), first, reads))
+            except Exception:  # noqa: BLE001 - _Unanswered, or what the stand-in lacks
+                return None
+            same = todo
+            for path, value in reads:
+                column = self.at(path)
+                if value is None:
+                    match = column.is_null()
+                elif value is True and pa.types.is_struct(column.type):
+                    match = column.is_valid()
+                else:
+                    match = pc.fill_null(pc.equal(column, pa.scalar(value, column.type)), False)
+                same = pc.and_(same, match)
+            names = pc.if_else(same, pa.scalar(str(name)), names)
+            todo = pc.and_not(todo, same)
+
+
+_LEAVES = (pa.types.is_integer, pa.types.is_boolean)
+
+
+class _Stand:
+    """One row's frame struct, or protobuf message, as ``command_name`` reads it."""
+
+    __slots__ = ("_probe", "_cls", "_path", "_row", "_reads")
+
+    def __init__(self, probe: _Probe, cls: type, path: tuple[int, ...], row: int,
+                 reads: list[tuple[tuple[int, ...], Any]]) -> None:
+        self._probe = probe
+        self._cls = cls
+        self._path = path
+        self._row = row
+        self._reads = reads
+
+    def __getattr__(self, attr: str) -> Any:
+        cls = self._cls
+        column = self._probe.at(self._path)
+        layout = compiled_frames.frame_layout(cls)
+        child_cls: Any = None
+        nullable = True  # a null nested struct is None to the object
+        if layout is not None:  # a frame struct: its fields are its rows
+            frame_row = next((r for r in layout[1] if r[1] == attr), None)
+            if frame_row is None:
+                raise _Unanswered(attr)
+            name = attr
+            if frame_row[0] in ("struct", "struct_when", "blocks", "proto", "proto_prefixed",
+                          "proto_prefixed_when", vocabulary.ENVELOPE):
+                child_cls = frame_row[3]
+            elif frame_row[0] not in ("int", "default", "bool"):
+                raise _Unanswered(attr)
+        else:  # a protobuf message
+            names = {a: (storage, proto) for a, storage, proto in getattr(cls, "FIELD_NAMES", ())}
+            storage, name = names.get(attr, (None, ""))
+            row = next((r for r in compiled.layout(cls) or () if r[3] == storage), None)
+            if row is None or row[2] in ("repeated", "packed", "map"):
+                raise _Unanswered(attr)
+            if row[1] == "message":
+                child_cls = row[4]
+                nullable = False  # absent, the message's own rules say what it reads as
+            elif row[1] in ("enum", "open_enum", "string", "bytes", "float", "double"):
+                raise _Unanswered(attr)
+        index = column.type.get_field_index(name)
+        if index < 0:
+            raise _Unanswered(attr)
+        path = (*self._path, index)
+        child = self._probe.at(path)
+        valid = child[self._row].is_valid
+        if child_cls is not None:
+            if not pa.types.is_struct(child.type) or not (valid or nullable):
+                raise _Unanswered(attr)
+            self._reads.append((path, True if valid else None))
+            return _Stand(self._probe, child_cls, path, self._row, self._reads) if valid \
+                else None
+        if not valid or not any(test(child.type) for test in _LEAVES):
+            raise _Unanswered(attr)  # a default the object holds, or a value it holds
+        value = child[self._row].as_py()
+        self._reads.append((path, value))
+        return value
 
 
 def _case_names(module: SparkModule, cls: type, field: Any) -> list[str | None] | None:
@@ -177,13 +306,14 @@ def _frame_spec(cls: type, arrow_type: Any, path: tuple[int, ...], tables: Any,
     fields = {field.name: i for i, field in enumerate(arrow_type)}
     index = {row[1]: i for i, row in enumerate(rows)}
     filled: set[str] = set()
-    steps = []
+    steps: list[tuple[Any, ...]] = []
     for op, name, int_type, ref, extra in rows:
         op = vocabulary.FRAME_ALIASES.get(op, op)
         width = signed = big = 0
-        if int_type is not None:
-            if int_type == "varint":
-                return None
+        if int_type == "varint":
+            if op not in ("proto_prefixed", "proto_prefixed_when"):
+                return None  # width 0: a varint
+        elif int_type is not None:
             width, signed, big = _int_type(int_type)
         at, number, child = 0, 0, -1
         c_extra: Any = None
@@ -213,6 +343,30 @@ def _frame_spec(cls: type, arrow_type: Any, path: tuple[int, ...], tables: Any,
             c_extra = _frame_spec(ref, item.type, (*path, child), tables, commands)
             if c_extra is None:
                 return None
+        elif op in ("proto_prefixed", "proto_prefixed_when"):
+            message = columnar._message_rows(ref, field.type, (*path, child), tables, set())
+            when = None
+            if op == "proto_prefixed_when":
+                when = _condition(extra, rows, index, steps, arrow_type, tables, path)
+                if when is None or not field.nullable:
+                    return None
+            elif field.nullable:
+                return None
+            if message is None:
+                return None
+            c_extra = (message, when)
+        elif op == "struct_when":
+            when = _condition(extra, rows, index, steps, arrow_type, tables, path)
+            spec = _frame_spec(ref, field.type, (*path, child), tables, commands)
+            if when is None or spec is None or not field.nullable:
+                return None
+            c_extra = (spec, when)
+        elif op == "blocks":
+            block_type, most_bytes, most_blocks = extra
+            spec = _frame_spec(ref, field.type, (*path, child), tables, commands)
+            if spec is None or block_type == "varint" or field.nullable:
+                return None
+            c_extra = (spec, *_int_type(block_type), most_bytes, most_blocks or 0)
         elif op in ("skip_trailing", "switch_key"):
             pass
         elif op == "size":
@@ -262,11 +416,17 @@ def _frame_spec(cls: type, arrow_type: Any, path: tuple[int, ...], tables: Any,
 
 
 _STORED = {"proto", vocabulary.ENVELOPE, "bytes", "struct", "int", "bool", "uuid", "prefixed",
-           "prefixed_default", "prefixed_optional", "default", "struct_run", "switch"}
+           "prefixed_default", "prefixed_optional", "default", "struct_run", "switch",
+           "proto_prefixed", "proto_prefixed_when", "struct_when", "blocks"}
+# what a condition's integer field reads as, in the column C keeps: (bits kept, signed)
+_CONDITION_KINDS = {"int32": (32, True), "sint32": (32, True), "sfixed32": (32, True),
+                    "int64": (64, True), "sint64": (64, True), "sfixed64": (64, True),
+                    "uint32": (32, False), "fixed32": (32, False)}
 # rows of one plain value, the same step at any depth
 _PLAIN = {"int", "bool", "uuid", "prefixed", "prefixed_default", "prefixed_optional", "default"}
 _INT_WIDTHS = {pa.int8(): 1, pa.int16(): 2, pa.int32(): 4, pa.int64(): 8}
-_C_STEP = {"prefixed_default": "prefixed", "prefixed_optional": "prefixed"}
+_C_STEP = {"prefixed_default": "prefixed", "prefixed_optional": "prefixed",
+           "proto_prefixed_when": "proto_prefixed"}
 _PRESENT = {"prefixed": "prefixed_always", "prefixed_default": "prefixed_default",
             "prefixed_optional": "prefixed_optional"}
 _TEXT = {"bytes": ("text_bytes", pa.binary()), "utf8": ("text_utf8", pa.string()),
@@ -304,6 +464,48 @@ def _plain_step(op: str, int_type: str | None, ref: Any, extra: Any,
     if field.nullable != (op == "prefixed_optional"):
         return None
     return width, signed, big, at, consts[text[0]], default
+
+
+def _condition(program: Any, rows: Any, index: dict[Any, int], steps: list[Any],
+               arrow_type: Any, tables: Any, path: tuple[int, ...]) -> tuple[Any, ...] | None:
+    """The C form (step, field, bits, when_eq/when_ne) of a condition program of the one form
+    this path takes: a required integer (or enum) field of the message of an earlier
+    ``proto_prefixed`` row compared to a constant, as ``(("attr", "row.field"), ("const", c),
+    ("eq" or "ne", None))``; else None."""
+    assert columnar._columnar is not None
+    consts = columnar._columnar.FRAME_PRESENCE
+    match program:
+        case (("attr", str(where)), ("const", int(value)), (("eq" | "ne") as op, None)):
+            pass
+        case _:
+            return None
+    row_name, _, attr = where.partition(".")
+    k = index.get(row_name)
+    if k is None or k >= len(steps) or rows[k][0] != "proto_prefixed" or "." in attr:
+        return None
+    cls = rows[k][3]
+    message_type = arrow_type[arrow_type.get_field_index(row_name)].type
+    names = {a: (storage, proto) for a, storage, proto in getattr(cls, "FIELD_NAMES", ())}
+    row = next((r for r in compiled.layout(cls) or () if r[3] == names.get(attr, ("",))[0]),
+               None)
+    field = message_type.get_field_index(names[attr][1]) if attr in names else -1
+    if row is None or field < 0 or row[2] != "required":
+        return None
+    if row[1] in ("enum", "open_enum"):
+        message = columnar._message_rows(cls, message_type, (*path, k), tables, set())
+        numbers = message[field][4] if message is not None else ()
+        if value not in numbers:
+            return None
+        bits = numbers.index(value)  # the column holds the index of the enum's name
+    elif row[1] in _CONDITION_KINDS:
+        width, signed = _CONDITION_KINDS[row[1]]
+        low = -(1 << (width - 1)) if signed else 0
+        if not low <= value < low + (1 << width):
+            return None  # no value of the field equals it: left to the row path
+        bits = value & ((1 << width) - 1)
+    else:
+        return None
+    return (k, field, bits, consts["when_" + op])
 
 
 def _takes_direction(cls: type) -> bool:

@@ -9,8 +9,9 @@ by ``decode_frames`` as by ``row_frames`` (``decode_frame`` per frame, ``command
 ``FRAME.to_arrow``); the clean ones all on the fast path. The same for Pravega (its frame is a
 switch on the command type: the case's struct column set, the others null), whose table-segment
 commands (counted arrays, a field under a condition) and KeepAlive (no layout table) are left
-to the row path frame by frame. TubeMQ (no layout tables) has no columnar plan, and its runs
-take the row path whole.
+to the row path frame by frame. And for TubeMQ: its commands, and requests, responses and
+exceptions of any flag, status and method, content cut in several blocks at times, every one on
+the fast path, named by ``command_name`` asked of the columns.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from protoframe.generated.pravega import frames as pravega_frames  # noqa: E402
 from protoframe.generated.pravega import spark as pravega_spark  # noqa: E402
 from protoframe.generated.pulsar import frames, pulsar_api  # noqa: E402
 from protoframe.generated.pulsar import spark as pulsar_spark  # noqa: E402
+from protoframe.generated.tubemq import frames as tubemq_wire  # noqa: E402
+from protoframe.generated.tubemq import rpc as tubemq_rpc  # noqa: E402
 from protoframe.generated.tubemq import spark as tubemq_spark  # noqa: E402
 from protoframe.runtime.spark import columnar, columnar_frames  # noqa: E402
 from protoframe.runtime.spark.columnar_frames import (  # noqa: E402
@@ -92,10 +95,10 @@ def _damaged(wire: bytes, how: int, where: int) -> bytes:
     return wire[:4] + struct.pack(">I", where) + wire[8:]  # the command's size replaced
 
 
-def test_pulsar_and_pravega_have_a_plan_and_tubemq_does_not() -> None:
+def test_pulsar_pravega_and_tubemq_have_a_plan() -> None:
     assert frame_plan(pulsar_spark) is not None
     assert frame_plan(pravega_spark) is not None
-    assert frame_plan(tubemq_spark) is None  # no layout tables
+    assert frame_plan(tubemq_spark) is not None
 
 
 def test_sample_frames() -> None:
@@ -258,15 +261,87 @@ def tubemq_frames(draw: st.DrawFn) -> bytes:
     return wire
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=SLOW)
-@given(wire=st.lists(tubemq_frames(), max_size=8),
+I32 = st.integers(-(2**31), 2**31 - 1)
+I64 = st.integers(-(2**63), 2**63 - 1)
+
+
+def _maybe(strategy: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.none() | strategy
+
+
+@st.composite
+def tubemq_rpc_frames(draw: st.DrawFn) -> tubemq_wire.Frame:
+    """Any TubeMQ frame: a request (any flag but 1, the Go client's commit sends 10) or a
+    response (flag 1) with its body or, failed, its exception; content past one block at
+    times."""
+    flag = draw(st.sampled_from([0, 1, 10]) | I32)
+    header = tubemq_rpc.RpcConnHeader(flag=flag, traceId=draw(_maybe(I64)),
+                                      spanId=draw(_maybe(I64)), parentId=draw(_maybe(I64)))
+    data = draw(st.binary(max_size=40) | st.builds(lambda n, b: bytes([b]) * n,
+                                                   st.integers(8000, 20000),
+                                                   st.integers(0, 255)))
+    method = draw(st.sampled_from([1, 2, 13, 15, 20, 99]) | I32)
+    request = response = None
+    if flag != 1:
+        request = tubemq_wire.RpcRequest(
+            header=tubemq_rpc.RequestHeader(serviceType=draw(_maybe(I32)),
+                                            protocolVer=draw(_maybe(I32))),
+            body=tubemq_rpc.RequestBody(method=method, timeout=draw(_maybe(I64)),
+                                        request=draw(_maybe(st.just(data)))))
+    else:
+        status = draw(st.sampled_from(list(tubemq_rpc.ResponseHeader.Status)))
+        ok = status == tubemq_rpc.ResponseHeader.Status.SUCCESS
+        response = tubemq_wire.RpcResponse(
+            header=tubemq_rpc.ResponseHeader(status=status, serviceType=draw(_maybe(I32))),
+            body=tubemq_rpc.RspResponseBody(method=method, data=data) if ok else None,
+            exception=None if ok else tubemq_rpc.RspExceptionBody(
+                exceptionName=draw(st.text(max_size=12)),
+                stackTrace=draw(_maybe(st.text(max_size=30)))))
+    content = tubemq_wire.RpcContent(conn_header=header, request=request, response=response)
+    return tubemq_wire.Frame(serial_no=draw(st.integers(0, 2**32 - 1)), content=content)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=SLOW)
+@given(wire=st.lists(tubemq_frames(), max_size=8), offset=st.integers(0, 3))
+def test_tubemq_commands(wire: list[bytes], offset: int) -> None:
+    _, bad = _agree(tubemq_spark, wire, offset)
+    assert bad == []  # every valid frame on the fast path
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=SLOW)
+@given(values=st.lists(tubemq_rpc_frames(), max_size=8))
+def test_tubemq_rpc_frames(values: list[Any]) -> None:
+    out, bad = _agree(tubemq_spark, [v.encode() for v in values])
+    assert bad == []
+    assert out.names.to_pylist() == [tubemq_spark.command_name(v) for v in values]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=SLOW)
+@given(wire=st.lists(tubemq_frames() | tubemq_rpc_frames().map(lambda f: f.encode()),
+                     min_size=1, max_size=8),
        damage=st.lists(st.tuples(st.integers(0, 7), st.integers(0, 3), st.integers(0, 2**16)),
-                       max_size=3))
-def test_tubemq_frames(wire: list[bytes], damage: list[tuple[int, int, int]]) -> None:
+                       max_size=4))
+def test_damaged_tubemq_frames(wire: list[bytes], damage: list[tuple[int, int, int]]) -> None:
     for index, how, where in damage:
-        if wire:
-            wire[index % len(wire)] = _damaged(wire[index % len(wire)], how, where)
+        wire[index % len(wire)] = _damaged(wire[index % len(wire)], how, where)
     _agree(tubemq_spark, wire)
+
+
+def test_tubemq_frames_the_row_path_decides() -> None:
+    request = tubemq_wire.Frame(serial_no=5, content=tubemq_wire.RpcContent(
+        conn_header=tubemq_rpc.RpcConnHeader(flag=0),
+        request=tubemq_wire.RpcRequest(header=tubemq_rpc.RequestHeader(),
+                                       body=tubemq_rpc.RequestBody(method=1)))).encode()
+    magic = b"\x00" + request[1:]  # not the frame's token
+    blocks = request[:8] + struct.pack(">I", 3585) + request[12:]  # more blocks than allowed
+    big = request[:12] + struct.pack(">I", 8193) + request[16:]  # a block past 8192 bytes
+    short = request[:12] + struct.pack(">I", len(request) - 15) + request[16:-1]  # cut short
+    wire = [request, magic, blocks, big, short, request + b"\x00", request[:-1], request]
+    out, bad = _agree(tubemq_spark, wire)
+    assert bad == [1, 2, 3, 4, 5, 6]
+    errors = out.errors.to_pylist()
+    assert errors[0] is None and errors[7] is None
+    assert all(errors[i] for i in bad)
 
 
 def test_without_the_extension_everything_takes_the_row_path(

@@ -977,9 +977,11 @@ static PyTypeObject PlanType = {
 
 enum { F_SIZE_REST = 1, F_SIZE, F_CONST, F_CHECKSUM, F_PROTO, F_BYTES, F_STRUCT, F_INT,
        F_BOOL, F_UUID, F_PREFIXED, F_DEFAULT, F_SKIP, F_RUN, F_SWITCH_KEY, F_SWITCH,
-       F_PROTO_PREFIXED, F_STRUCT_WHEN, F_BLOCKS };
-/* a row there when an integer field of an earlier message row compares to a value */
-enum { W_ALWAYS = 0, W_EQ = 1, W_NE = 2 };
+       F_PROTO_PREFIXED, F_STRUCT_WHEN, F_BLOCKS, F_COUNT, F_ARRAY, F_LEN_VALUE, F_INT_WHEN,
+       F_DEFAULT_BOOL };
+/* a row there when an integer field of an earlier message row compares to a value (W_EQ,
+   W_NE), or when the length of an earlier bytes row does (any) */
+enum { W_ALWAYS = 0, W_EQ = 1, W_NE = 2, W_GT = 3, W_GE = 4, W_LT = 5, W_LE = 6 };
 enum { P_ALWAYS = 0, P_REMAINING = 1, P_PEEK = 2 };
 /* F_PREFIXED: what the bytes are (number), and whether they are always there (at) */
 enum { T_BYTES = 0, T_UTF8 = 1, T_MUTF8 = 2 };
@@ -1095,19 +1097,61 @@ static FNode *build_frame(PyObject *spec, int depth) {
                      || st->op == F_INT || st->op == F_BOOL || st->op == F_UUID
                      || st->op == F_PREFIXED || st->op == F_DEFAULT || st->op == F_RUN
                      || st->op == F_SWITCH || st->op == F_PROTO_PREFIXED
-                     || st->op == F_STRUCT_WHEN || st->op == F_BLOCKS;
+                     || st->op == F_STRUCT_WHEN || st->op == F_BLOCKS || st->op == F_ARRAY
+                     || st->op == F_INT_WHEN || st->op == F_DEFAULT_BOOL;
         if (stored != (st->child >= 0)) {
             PyErr_SetString(PyExc_ValueError, "a stored step names its field, no other does");
             goto fail;
         }
         Col *c = NULL;
         switch (st->op) {
-        case F_SIZE:
+        case F_SIZE: case F_COUNT:
             if (st->at <= i || st->at >= PyTuple_GET_SIZE(steps)) {
                 PyErr_SetString(PyExc_ValueError, "a size step sizes a later step");
                 goto fail;
             }
             sized[st->at] = 1;
+            break;
+        case F_LEN_VALUE:
+            break;
+        case F_ARRAY:
+            if ((c = col_new()) == NULL) goto fail;
+            s->fields[st->child] = c;
+            c->shape = C_LIST;
+            c->kind = K_MESSAGE;
+            if ((st->node = build_frame(extra, depth + 1)) == NULL) goto fail;
+            c->items = st->node->col;
+            break;
+        case F_INT_WHEN: {  /* extra: (arrow width, (bytes step, W_*, value)) */
+            long arrow_width;
+            long long value;
+            if (!PyArg_ParseTuple(extra, "l(niL):int_when", &arrow_width, &st->when_step,
+                                  &st->when_op, &value))
+                goto fail;
+            st->when_bits = (uint64_t)value;
+            if ((arrow_width != 1 && arrow_width != 2 && arrow_width != 4 && arrow_width != 8)
+                || st->width == 0 || st->width + !st->is_signed > arrow_width
+                || st->when_step < 0 || st->when_step >= i || st->when_op < W_EQ
+                || st->when_op > W_LE
+                || (n->steps[st->when_step].op != F_BYTES
+                    && n->steps[st->when_step].op != F_PREFIXED)) {
+                PyErr_SetString(PyExc_ValueError, "an int_when step out of range");
+                goto fail;
+            }
+            if ((c = col_new()) == NULL) goto fail;
+            s->fields[st->child] = c;
+            c->shape = C_FIXED;
+            c->kind = K_INT64;
+            c->width = (int)arrow_width;
+            break;
+        }
+        case F_DEFAULT_BOOL:
+            if (st->width != 1 || st->number > 1) {
+                PyErr_SetString(PyExc_ValueError, "a bool step reads one byte");
+                goto fail;
+            }
+            if ((c = build_value(K_BOOL, Py_None, depth)) == NULL) goto fail;
+            s->fields[st->child] = c;
             break;
         case F_SIZE_REST: case F_CONST:
             break;
@@ -1320,11 +1364,13 @@ static FNode *build_frame(PyObject *spec, int depth) {
             PyErr_Format(PyExc_ValueError, "frame step %d has no columnar form", st->op);
             goto fail;
         }
-        if ((st->op == F_PROTO || (st->op == F_BYTES && st->at >= 0)) && !sized[i]) {
+        if ((st->op == F_PROTO || st->op == F_ARRAY || (st->op == F_BYTES && st->at >= 0))
+            && !sized[i]) {
             PyErr_SetString(PyExc_ValueError, "a sized step without its size step");
             goto fail;
         }
-        if (sized[i] && st->op != F_PROTO && st->op != F_BYTES && st->op != F_SWITCH) {
+        if (sized[i] && st->op != F_PROTO && st->op != F_BYTES && st->op != F_SWITCH
+            && st->op != F_ARRAY) {
             PyErr_SetString(PyExc_ValueError, "a size step sizes a step that takes none");
             goto fail;
         }
@@ -1421,6 +1467,7 @@ static int checksum_matches(PyObject *checksum, const uint8_t *p, const uint8_t 
 static int decode_frame_struct(const FNode *n, const uint8_t **pp, const uint8_t *end) {
     const uint8_t *p = *pp;
     uint64_t sizes[F_MAX_STEPS];
+    uint64_t lens[F_MAX_STEPS];  /* the length of each bytes row read so far */
     uint64_t key = 0;
     int have_key = 0;
     Col *s = n->col;
@@ -1440,6 +1487,60 @@ static int decode_frame_struct(const FNode *n, const uint8_t **pp, const uint8_t
             if (read_uint(st, &p, end, &v) != OK || negative(st, v)) return BAD;
             sizes[st->at] = v;
             break;
+        case F_COUNT:  /* a negative count is no items to the row path too */
+            if (read_uint(st, &p, end, &v) != OK) return BAD;
+            sizes[st->at] = negative(st, v) ? 0 : v;
+            break;
+        case F_LEN_VALUE:  /* its value is only written; reading steps over it */
+            if (end - p < st->width) return BAD;
+            p += st->width;
+            break;
+        case F_ARRAY: {
+            Col *c = s->fields[st->child];
+            if (col_catch_up(c, at) < 0) return ERR;
+            for (uint64_t k = 0; k < sizes[i]; k++) {
+                const uint8_t *before = p;
+                r = decode_frame_struct(st->node, &p, end);
+                if (r != OK) return r;
+                if (p == before) return BAD;  /* items of no bytes: the row path counts */
+            }
+            touch(c);
+            if (buf_i32(&c->offsets, (int32_t)c->items->len) < 0) return ERR;
+            if (put_valid(c, 1) < 0) return ERR;
+            c->len++;
+            break;
+        }
+        case F_INT_WHEN: {
+            Col *c = s->fields[st->child];
+            int64_t len = (int64_t)lens[st->when_step], than = (int64_t)st->when_bits;
+            int there;
+            switch (st->when_op) {
+            case W_EQ: there = len == than; break;
+            case W_NE: there = len != than; break;
+            case W_GT: there = len > than; break;
+            case W_GE: there = len >= than; break;
+            case W_LT: there = len < than; break;
+            default: there = len <= than; break;
+            }
+            if (col_catch_up(c, at) < 0) return ERR;
+            if (!there) {
+                if (col_null(c) < 0) return ERR;
+                break;
+            }
+            if (read_int(st, &p, end, &v) != OK) return BAD;
+            c->seen = 1;
+            c->bits = v;
+            if (col_commit_value(c) < 0) return ERR;
+            break;
+        }
+        case F_DEFAULT_BOOL: {
+            Col *c = s->fields[st->child];
+            if (col_catch_up(c, at) < 0) return ERR;
+            c->seen = 1;
+            c->bits = p < end ? *p++ != 0 : st->number;
+            if (col_commit_value(c) < 0) return ERR;
+            break;
+        }
         case F_CONST:
             if (read_uint(st, &p, end, &v) != OK || v != st->number) return BAD;
             break;
@@ -1475,6 +1576,7 @@ static int decode_frame_struct(const FNode *n, const uint8_t **pp, const uint8_t
             c->str_len = (Py_ssize_t)size;
             if (col_commit_value(c) < 0) return ERR;
             p += size;
+            lens[i] = size;
             break;
         }
         case F_STRUCT: {
@@ -1533,11 +1635,13 @@ static int decode_frame_struct(const FNode *n, const uint8_t **pp, const uint8_t
             if (st->at != X_ALWAYS && p >= end) {  /* not there: the default, or None */
                 if (st->at == X_OPTIONAL) {
                     if (col_null(c) < 0) return ERR;
+                    lens[i] = 0;  /* None: no condition reads it (the plan checks) */
                 } else {
                     c->seen = 1;
                     c->str = (const uint8_t *)PyBytes_AS_STRING(st->checksum);
                     c->str_len = PyBytes_GET_SIZE(st->checksum);
                     if (col_commit_value(c) < 0) return ERR;
+                    lens[i] = (uint64_t)c->str_len;
                 }
                 break;
             }
@@ -1547,6 +1651,7 @@ static int decode_frame_struct(const FNode *n, const uint8_t **pp, const uint8_t
             r = commit_text(c, (int)st->number, p, (Py_ssize_t)v);
             if (r != OK) return r;
             p += v;
+            lens[i] = v;
             break;
         }
         case F_SKIP:
@@ -1722,7 +1827,7 @@ static PyTypeObject FramePlanType = {
 
 /* The step numbers, for runtime/spark/columnar_frames.py. */
 static int add_frame_steps(PyObject *m) {
-    PyObject *d = Py_BuildValue("{sisisisisisisisisisisisisisisisisisisi}",
+    PyObject *d = Py_BuildValue("{sisisisisisisisisisisisisisisisisisisisisisisisi}",
                                 "size_rest", F_SIZE_REST,
                                 "size", F_SIZE, "const", F_CONST, "checksum", F_CHECKSUM,
                                 "proto", F_PROTO, "bytes", F_BYTES, "struct", F_STRUCT,
@@ -1731,14 +1836,18 @@ static int add_frame_steps(PyObject *m) {
                                 "skip_trailing", F_SKIP, "struct_run", F_RUN,
                                 "switch_key", F_SWITCH_KEY, "switch", F_SWITCH,
                                 "proto_prefixed", F_PROTO_PREFIXED,
-                                "struct_when", F_STRUCT_WHEN, "blocks", F_BLOCKS);
+                                "struct_when", F_STRUCT_WHEN, "blocks", F_BLOCKS,
+                                "count_of", F_COUNT, "struct_array", F_ARRAY,
+                                "len_value", F_LEN_VALUE, "int_when", F_INT_WHEN,
+                                "default_bool", F_DEFAULT_BOOL);
     if (d == NULL) return -1;
-    PyObject *p = Py_BuildValue("{sisisisisisisisisisisi}", "always", P_ALWAYS,
+    PyObject *p = Py_BuildValue("{sisisisisisisisisisisisisisisi}", "always", P_ALWAYS,
                                 "remaining", P_REMAINING, "peek", P_PEEK,
                                 "text_bytes", T_BYTES, "text_utf8", T_UTF8,
                                 "text_mutf8", T_MUTF8, "prefixed_always", X_ALWAYS,
                                 "prefixed_default", X_DEFAULT, "prefixed_optional", X_OPTIONAL,
-                                "when_eq", W_EQ, "when_ne", W_NE);
+                                "when_eq", W_EQ, "when_ne", W_NE, "when_gt", W_GT,
+                                "when_ge", W_GE, "when_lt", W_LT, "when_le", W_LE);
     if (p == NULL) {
         Py_DECREF(d);
         return -1;

@@ -367,7 +367,26 @@ def _frame_spec(cls: type, arrow_type: Any, path: tuple[int, ...], tables: Any,
             if spec is None or block_type == "varint" or field.nullable:
                 return None
             c_extra = (spec, *_int_type(block_type), most_bytes, most_blocks or 0)
-        elif op in ("skip_trailing", "switch_key"):
+        elif op == "count_of":
+            at = index[ref]
+        elif op == "struct_array":
+            item = field.type.value_field if pa.types.is_list(field.type) else None
+            if item is None or field.nullable or item.nullable or rows[index[extra]][3] != name:
+                return None
+            c_extra = _frame_spec(ref, item.type, (*path, child), tables, commands)
+            if c_extra is None:
+                return None
+        elif op == "int_when":
+            spec = _plain_step("int", int_type, None, None, field.with_nullable(False))
+            when = _length_condition(extra, rows, index, len(steps))
+            if spec is None or when is None or not field.nullable:
+                return None
+            c_extra = (spec[5], when)
+        elif op == "default_bool":
+            if field.type != pa.bool_() or field.nullable or not isinstance(ref, bool):
+                return None
+            width, number = 1, int(ref)
+        elif op in ("skip_trailing", "switch_key", "len_value"):
             pass
         elif op == "size":
             at = index[ref]
@@ -417,7 +436,8 @@ def _frame_spec(cls: type, arrow_type: Any, path: tuple[int, ...], tables: Any,
 
 _STORED = {"proto", vocabulary.ENVELOPE, "bytes", "struct", "int", "bool", "uuid", "prefixed",
            "prefixed_default", "prefixed_optional", "default", "struct_run", "switch",
-           "proto_prefixed", "proto_prefixed_when", "struct_when", "blocks"}
+           "proto_prefixed", "proto_prefixed_when", "struct_when", "blocks", "struct_array",
+           "int_when", "default_bool"}
 # what a condition's integer field reads as, in the column C keeps: (bits kept, signed)
 _CONDITION_KINDS = {"int32": (32, True), "sint32": (32, True), "sfixed32": (32, True),
                     "int64": (64, True), "sint64": (64, True), "sfixed64": (64, True),
@@ -506,6 +526,28 @@ def _condition(program: Any, rows: Any, index: dict[Any, int], steps: list[Any],
     else:
         return None
     return (k, field, bits, consts["when_" + op])
+
+
+def _length_condition(program: Any, rows: Any, index: dict[Any, int],
+                      done: int) -> tuple[int, int, int] | None:
+    """The C form (step, when_*, value) of an int_when program of the one form this path
+    takes: the length of an earlier bytes row (always there) compared to a constant, as
+    ``(("len", "row"), ("const", c), (op, None))``; else None."""
+    assert columnar._columnar is not None
+    consts = columnar._columnar.FRAME_PRESENCE
+    match program:
+        case (("len", str(row_name)), ("const", int(value)),
+              (("eq" | "ne" | "gt" | "ge" | "lt" | "le") as op, None)):
+            pass
+        case _:
+            return None
+    k = index.get(row_name)
+    if k is None or k >= done or not -(1 << 63) <= value < 1 << 63:
+        return None
+    op_k = vocabulary.FRAME_ALIASES.get(rows[k][0], rows[k][0])
+    if not (op_k == "bytes" or (op_k == "prefixed" and rows[k][3] == "bytes")):
+        return None  # text's len counts characters, not the bytes C counts
+    return k, consts["when_" + op], value
 
 
 def _takes_direction(cls: type) -> bool:

@@ -7,11 +7,11 @@ checksum, a command without its body, an undeclared command type, sizes past the
 decode to the same frame column, command names and errors, type for type and value for value,
 by ``decode_frames`` as by ``row_frames`` (``decode_frame`` per frame, ``command_name``,
 ``FRAME.to_arrow``); the clean ones all on the fast path. The same for Pravega (its frame is a
-switch on the command type: the case's struct column set, the others null), whose table-segment
-commands (counted arrays, a field under a condition) and KeepAlive (no layout table) are left
-to the row path frame by frame. And for TubeMQ: its commands, and requests, responses and
-exceptions of any flag, status and method, content cut in several blocks at times, every one on
-the fast path, named by ``command_name`` asked of the columns.
+switch on the command type: the case's struct column set, the others null), whose
+TableEntriesUpdated and KeepAlive (no layout tables) are left to the row path frame by frame.
+And for TubeMQ: its commands, and requests, responses and exceptions of any flag, status and
+method, content cut in several blocks at times, every one on the fast path, named by
+``command_name`` asked of the columns.
 """
 
 from __future__ import annotations
@@ -169,13 +169,9 @@ def test_chunked_input() -> None:
 
 PRAVEGA = st.one_of([pravega_struct(s) for s in PRAVEGA_COMMANDS]).map(
     lambda body: pravega_frames.Frame(body=body))
-# The commands whose frames the columnar path leaves to the row path: a counted array, a field
-# under a condition, a bool read when its byte remains; KeepAlive has no layout table.
-PRAVEGA_ROW_PATH = {
-    "CreateTableSegment", "UpdateTableEntries", "TableEntriesUpdated", "RemoveTableKeys",
-    "ReadTable", "TableRead", "TableKeysRead", "TableEntriesRead", "TableEntriesDeltaRead",
-    "KeepAlive",
-}
+# The commands whose frames the columnar path leaves to the row path: they have no layout
+# table (a counted array of integers; KeepAlive, of no fields).
+PRAVEGA_ROW_PATH = {"TableEntriesUpdated", "KeepAlive"}
 
 
 def _texts(value: Any) -> list[str]:
@@ -231,6 +227,25 @@ def test_damaged_pravega_frames(values: list[Any], damage: list[tuple[int, int, 
     for index, how, where in damage:
         wire[index % len(wire)] = _damaged(wire[index % len(wire)], how, where)
     _agree(pravega_spark, wire)
+
+
+def test_pravega_table_keys() -> None:
+    read = pravega_frames.Frame(body=pravega_frames.ReadTable(
+        request_id=3, segment="t", delegation_token="", keys=[
+            pravega_frames.TableKey(data=b"", key_version=None),  # no version: no bytes
+            pravega_frames.TableKey(data=b"k", key_version=-5)])).encode()
+    count = read.index(b"\x00\x00\x00\x02", 8 + 8 + 2 + 1 + 2)
+    negative = read[:4] + struct.pack(">i", count - 8 + 4) + read[8:count] \
+        + struct.pack(">i", -7)  # a negative count reads as no keys, row path and C alike
+    create = pravega_frames.Frame(body=pravega_frames.CreateTableSegment(
+        request_id=1, segment="t", delegation_token="", sorted_deprecated=True, key_length=4,
+        rollover_size_bytes=9)).encode()
+    old_create = create[:4] + struct.pack(">i", len(create) - 8 - 13) + create[8:-13]
+    out, bad = _agree(pravega_spark, [read, negative, create, old_create])
+    assert bad == []
+    rows = out.frames.to_pylist()
+    assert rows[1]["body"]["ReadTable"]["keys"] == []
+    assert rows[3]["body"]["CreateTableSegment"]["sorted_deprecated"] is False  # its default
 
 
 def test_pravega_frames_the_row_path_decides() -> None:
@@ -390,6 +405,11 @@ def test_plans_are_checked() -> None:
                                           (steps["int"], 4, 1, 1, 0, 0, 0, 4))))
     with pytest.raises(ValueError, match="sized by a size step"):
         frame_plan_type((True, (False,), ((steps["switch"], 0, 0, 0, 1, 0, 0, ((), ())),)))
+    with pytest.raises(ValueError, match="int_when step out of range"):  # no bytes row before
+        frame_plan_type((True, (True,), ((steps["int_when"], 8, 1, 1, 0, 0, 0, (8, (0, 3, 0))),)))
+    with pytest.raises(ValueError, match="reads a required integer"):
+        frame_plan_type((True, (True,), ((steps["struct_when"], 0, 0, 0, 0, 0, 0,
+                                          ((True, (), ()), (0, 0, 0, 1))),)))
     with pytest.raises(ValueError, match="cases out of range or order"):
         frame_plan_type((True, (False,), (
             (steps["size"], 4, 1, 1, 1, 0, -1, None),

@@ -255,7 +255,8 @@ class _Stand:
         if child_cls is not None:
             if not pa.types.is_struct(child.type) or not (valid or nullable):
                 raise _Unanswered(attr)
-            self._reads.append((path, True if valid else None))
+            if column.type[index].nullable or not valid:  # else valid wherever its parent is
+                self._reads.append((path, True if valid else None))
             return _Stand(self._probe, child_cls, path, self._row, self._reads) if valid \
                 else None
         if not valid or not any(test(child.type) for test in _LEAVES):

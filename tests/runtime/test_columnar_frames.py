@@ -415,3 +415,17 @@ def test_plans_are_checked() -> None:
             (steps["size"], 4, 1, 1, 1, 0, -1, None),
             (steps["switch"], 0, 0, 0, 1, 0, 0, ((True,), ((2, 0, None), (1, 0, None)))))))
     assert columnar_frames.frame_plan(pulsar_spark) is columnar_frames.frame_plan(pulsar_spark)
+
+
+def test_every_truncation() -> None:
+    """Every prefix of sample frames of each protocol (one run each): the same as the row
+    path, and what the row path rejects left to it."""
+    from bench.bench_capture_columnar import pravega_frames, tubemq_frames
+
+    samples = {pulsar_spark: sample_wire_frames(),
+               pravega_spark: [w for w, _ in PRAVEGA_VECTORS] + pravega_frames(4),
+               tubemq_spark: tubemq_frames(2)}
+    for module, wire in samples.items():
+        cut = [w[:k] for w in wire for k in range(len(w) + 1)]
+        _, bad = _agree(module, cut)
+        assert bad  # the cut ones

@@ -117,36 +117,41 @@ FIXTURES = (read_send, WIRE_SEND, read_message, WIRE_MESSAGE, read_ack, WIRE_ACK
             tubemq_hand_decode, tubemq_hand_encode, tubemq_ours_decode, tubemq_ours_encode,
             Batch, PULSAR_BATCH, PULSAR_BATCH_PROPERTY, struct_batch_decode)
 
-CAPTURE_FRAMES = 1000  # a batch of captured Pulsar SEND frames (the pipeline's are 10,000)
-_CAPTURE: list[Any] = []  # (spark module, frames as an Arrow array, as bytes, directions)
+CAPTURE_FRAMES = 1000  # a batch of captured frames (the pipeline's are 10,000)
+# protocol -> (spark module, frames as an Arrow array, as bytes, directions)
+_CAPTURE: dict[str, list[Any]] = {}
 
 
-def _capture() -> list[Any]:
-    """The capture rows' fixture, built on first use: pyarrow and pyspark load only there."""
-    if not _CAPTURE:
+def _capture(protocol: str) -> list[Any]:
+    """A capture row's fixture, built on first use: pyarrow and pyspark load only there. The
+    frames are ``bench capture_columnar``'s: Pulsar SEND frames, Pravega's session mix,
+    TubeMQ's SEND_MESSAGE requests and responses."""
+    if protocol not in _CAPTURE:
+        import importlib
+
         import pyarrow as pa
 
-        from bench.bench_spark_decode import _frames
-        from protoframe.generated.pulsar import spark
+        from bench.bench_capture_columnar import frames_of
 
-        wire = _frames(CAPTURE_FRAMES)
-        _CAPTURE.extend([spark, pa.array(wire, pa.binary()), wire, [True] * len(wire)])
-    return _CAPTURE
+        spark = importlib.import_module(f"protoframe.generated.{protocol}.spark")
+        wire = frames_of(protocol, CAPTURE_FRAMES)
+        _CAPTURE[protocol] = [spark, pa.array(wire, pa.binary()), wire, [True] * len(wire)]
+    return _CAPTURE[protocol]
 
 
-def capture_columnar() -> Any:
+def capture_columnar(protocol: str = "pulsar") -> Any:
     """A batch of captured frames into Arrow columns by the columnar path."""
     from protoframe.runtime.spark.columnar_frames import decode_frames
 
-    spark, array, _, to_server = _capture()
+    spark, array, _, to_server = _capture(protocol)
     return decode_frames(spark, array, to_server)
 
 
-def capture_rows() -> Any:
+def capture_rows(protocol: str = "pulsar") -> Any:
     """The same batch by the row path: ``decode_frame`` per frame, then ``FRAME.to_arrow``."""
     from protoframe.runtime.spark.columnar_frames import row_frames
 
-    spark, _, wire, to_server = _capture()
+    spark, _, wire, to_server = _capture(protocol)
     return row_frames(spark, wire, to_server)
 
 

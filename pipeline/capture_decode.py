@@ -9,9 +9,9 @@ several tasks. Then:
   modules chosen by name: ``generated.<protocol>.spark`` (``decode_frame``, ``command_name``,
   ``FRAME``) over ``generated.<protocol>.frames``. Every batch of frames becomes one Arrow
   batch of rows: decoded straight into Arrow columns, in C, where the protocol's frame has a
-  columnar plan (``runtime/spark/columnar_frames.py``: Pulsar's), else (and for a frame the
-  columnar path leaves to it) frame by frame by ``decode_frame``, then column by column by the
-  generated code.
+  columnar plan (``runtime/spark/columnar_frames.py``: Pulsar's, Pravega's, TubeMQ's), else
+  (and for a frame the columnar path leaves to it) frame by frame by ``decode_frame``, then
+  column by column by the generated code.
 * ``read_captures(spark, paths)`` reads the raw records through a Python data source,
   ``protoframe_capture`` (rows: ``ts_ns``, ``direction`` "in"/"out", ``connection_id``,
   ``frame`` bytes), for queries on the bytes themselves or other decoders;

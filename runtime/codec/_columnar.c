@@ -77,6 +77,7 @@ struct Col {
                             -1 */
     int opaque;          /* a message inside its own type (a binary column): present makes
                             the row bad, so the row path writes its encoding */
+    int never;           /* a switch case this path leaves to the row path: always null */
     uint32_t number;
     uint64_t tag, packed_tag;  /* tags the field is read from (packed_tag: 0 if none) */
     /* built entries */
@@ -382,6 +383,9 @@ static int col_commit_value(Col *c) {
         if (c->width == 4) {
             int32_t v = c->seen ? (int32_t)(uint32_t)c->bits : 0;
             if (buf_put(&c->values, &v, 4) < 0) return -1;
+        } else if (c->width < 4) {  /* a frame's int8 or int16: the low bytes (little-endian) */
+            uint64_t v = c->seen ? c->bits : 0;
+            if (buf_put(&c->values, &v, c->width) < 0) return -1;
         } else {
             uint64_t v = c->seen ? c->bits : 0;
             if (buf_put(&c->values, &v, 8) < 0) return -1;
@@ -769,7 +773,7 @@ static PyObject *bitmap_of(const Buf *bytes, Py_ssize_t len) {
    or (length,) for a column of nothing but nulls (placeholders where not nullable), which
    Python builds without buffers from here. */
 static PyObject *col_result(Col *c, Py_ssize_t want) {
-    if (c->len == 0 && want > 0) return Py_BuildValue("(n)", want);
+    if ((c->len == 0 && want > 0) || c->never) return Py_BuildValue("(n)", want);
     if (col_catch_up(c, want) < 0) return NULL;
     PyObject *valid = c->nullable ? bitmap_of(&c->valid, c->len) : Py_NewRef(Py_None);
     if (valid == NULL) return NULL;
@@ -963,29 +967,59 @@ static PyTypeObject PlanType = {
 
    A frame struct is a struct column whose fields are filled by steps, one per row of the
    struct's layout table (runtime/codec/compiled_frames.py) that this path knows: sizes,
-   constants, checksums, sized protobuf messages (decoded by decode_message above), bytes and
-   nested structs. As for messages, anything the generated decoder would raise on, or that
-   this path is not sure to read as it does (a checksum that does not match, which the row
-   path returns with its error; a command without its body), makes the whole row bad. */
+   constants, checksums, sized protobuf messages (decoded by decode_message above), bytes,
+   integers, bools, uuids, prefixed bytes and text, nested structs and runs of them, and a
+   switch: a struct column of one field per case, the case's struct filled and the others
+   lagging (null), as a message's absent fields do. As for messages, anything the generated
+   decoder would raise on, or that this path is not sure to read as it does (a checksum that
+   does not match, which the row path returns with its error; a command without its body;
+   a switch case planned as NULL), makes the whole row bad. */
 
-enum { F_SIZE_REST = 1, F_SIZE, F_CONST, F_CHECKSUM, F_PROTO, F_BYTES, F_STRUCT };
+enum { F_SIZE_REST = 1, F_SIZE, F_CONST, F_CHECKSUM, F_PROTO, F_BYTES, F_STRUCT, F_INT,
+       F_BOOL, F_UUID, F_PREFIXED, F_DEFAULT, F_SKIP, F_RUN, F_SWITCH_KEY, F_SWITCH,
+       F_PROTO_PREFIXED, F_STRUCT_WHEN, F_BLOCKS, F_COUNT, F_ARRAY, F_LEN_VALUE, F_INT_WHEN,
+       F_DEFAULT_BOOL };
+/* a row there when an integer field of an earlier message row compares to a value (W_EQ,
+   W_NE), or when the length of an earlier bytes row does (any) */
+enum { W_ALWAYS = 0, W_EQ = 1, W_NE = 2, W_GT = 3, W_GE = 4, W_LT = 5, W_LE = 6 };
 enum { P_ALWAYS = 0, P_REMAINING = 1, P_PEEK = 2 };
+/* F_PREFIXED: what the bytes are (number), and whether they are always there (at) */
+enum { T_BYTES = 0, T_UTF8 = 1, T_MUTF8 = 2 };
+enum { X_ALWAYS = 0, X_DEFAULT = 1, X_OPTIONAL = 2 };
 #define F_MAX_STEPS 64  /* sizes are kept per step on the C stack */
 
 typedef struct FNode FNode;
-typedef struct {
+typedef struct FStep FStep;
+struct FStep {
     int op;
     int width, is_signed, big;  /* the stored integer of a size, constant, checksum, peek */
     int at;               /* F_SIZE: the step it sizes; F_BYTES: -1 for the rest;
-                             F_STRUCT: its presence (P_*) */
-    uint64_t number;      /* F_CONST, a peek: the value expected (as read, unsigned) */
+                             F_STRUCT: its presence (P_*); F_PREFIXED: X_*; F_SWITCH: 1 when
+                             a size step sizes it */
+    uint64_t number;      /* F_CONST, a peek: the value expected (as read, unsigned);
+                             F_DEFAULT: the default (two's complement); F_PREFIXED: T_* */
     Py_ssize_t child;     /* the struct's field the step fills, or -1 */
-    PyObject *checksum;   /* F_CHECKSUM: the function, data -> int */
-    FNode *node;          /* F_STRUCT */
+    PyObject *checksum;   /* F_CHECKSUM: the function, data -> int; F_PREFIXED: the default
+                             (bytes) */
+    FNode *node;          /* F_STRUCT, F_RUN: the nested struct */
+    /* F_SWITCH: the cases by key (sorted), each the node of its struct or NULL (left to the
+       row path) */
+    int64_t *keys;
+    FNode **cases;
+    Py_ssize_t ncases;
+    /* F_PROTO_PREFIXED, F_STRUCT_WHEN: there when field when_field of the message of step
+       when_step (as the column holds it) compares to when_bits by when_op (W_*) */
+    int when_op;
+    Py_ssize_t when_step, when_field;
+    uint64_t when_bits;
+    /* F_BLOCKS: the block length's integer, the most bytes a block holds and the most
+       blocks (0: no limit) */
+    FStep *block;
+    uint64_t block_max, blocks_max;
     Py_ssize_t type_field;  /* F_PROTO of a command envelope: its type field, else -1 */
     int32_t *body_of;     /* the type's enum index -> its body field, or -1 (no body) */
     Py_ssize_t nbody;
-} FStep;
+};
 
 struct FNode {
     Col *col;
@@ -1000,6 +1034,10 @@ static void fnode_free(FNode *n) {
         Py_XDECREF(n->steps[i].checksum);
         PyMem_Free(n->steps[i].body_of);
         fnode_free(n->steps[i].node);
+        for (Py_ssize_t k = 0; k < n->steps[i].ncases; k++) fnode_free(n->steps[i].cases[k]);
+        PyMem_Free(n->steps[i].cases);
+        PyMem_Free(n->steps[i].keys);
+        PyMem_Free(n->steps[i].block);
     }
     PyMem_Free(n->steps);
     PyMem_Free(n);  /* n->col belongs to its parent column (or the plan) */
@@ -1055,18 +1093,65 @@ static FNode *build_frame(PyObject *spec, int depth) {
             PyErr_SetString(PyExc_ValueError, "a frame step out of range");
             goto fail;
         }
-        if ((st->op == F_PROTO || st->op == F_BYTES || st->op == F_STRUCT) != (st->child >= 0)) {
+        int stored = st->op == F_PROTO || st->op == F_BYTES || st->op == F_STRUCT
+                     || st->op == F_INT || st->op == F_BOOL || st->op == F_UUID
+                     || st->op == F_PREFIXED || st->op == F_DEFAULT || st->op == F_RUN
+                     || st->op == F_SWITCH || st->op == F_PROTO_PREFIXED
+                     || st->op == F_STRUCT_WHEN || st->op == F_BLOCKS || st->op == F_ARRAY
+                     || st->op == F_INT_WHEN || st->op == F_DEFAULT_BOOL;
+        if (stored != (st->child >= 0)) {
             PyErr_SetString(PyExc_ValueError, "a stored step names its field, no other does");
             goto fail;
         }
         Col *c = NULL;
         switch (st->op) {
-        case F_SIZE:
+        case F_SIZE: case F_COUNT:
             if (st->at <= i || st->at >= PyTuple_GET_SIZE(steps)) {
                 PyErr_SetString(PyExc_ValueError, "a size step sizes a later step");
                 goto fail;
             }
             sized[st->at] = 1;
+            break;
+        case F_LEN_VALUE:
+            break;
+        case F_ARRAY:
+            if ((c = col_new()) == NULL) goto fail;
+            s->fields[st->child] = c;
+            c->shape = C_LIST;
+            c->kind = K_MESSAGE;
+            if ((st->node = build_frame(extra, depth + 1)) == NULL) goto fail;
+            c->items = st->node->col;
+            break;
+        case F_INT_WHEN: {  /* extra: (arrow width, (bytes step, W_*, value)) */
+            long arrow_width;
+            long long value;
+            if (!PyArg_ParseTuple(extra, "l(niL):int_when", &arrow_width, &st->when_step,
+                                  &st->when_op, &value))
+                goto fail;
+            st->when_bits = (uint64_t)value;
+            if ((arrow_width != 1 && arrow_width != 2 && arrow_width != 4 && arrow_width != 8)
+                || st->width == 0 || st->width + !st->is_signed > arrow_width
+                || st->when_step < 0 || st->when_step >= i || st->when_op < W_EQ
+                || st->when_op > W_LE
+                || (n->steps[st->when_step].op != F_BYTES
+                    && n->steps[st->when_step].op != F_PREFIXED)) {
+                PyErr_SetString(PyExc_ValueError, "an int_when step out of range");
+                goto fail;
+            }
+            if ((c = col_new()) == NULL) goto fail;
+            s->fields[st->child] = c;
+            c->shape = C_FIXED;
+            c->kind = K_INT64;
+            c->width = (int)arrow_width;
+            break;
+        }
+        case F_DEFAULT_BOOL:
+            if (st->width != 1 || st->number > 1) {
+                PyErr_SetString(PyExc_ValueError, "a bool step reads one byte");
+                goto fail;
+            }
+            if ((c = build_value(K_BOOL, Py_None, depth)) == NULL) goto fail;
+            s->fields[st->child] = c;
             break;
         case F_SIZE_REST: case F_CONST:
             break;
@@ -1115,12 +1200,178 @@ static FNode *build_frame(PyObject *spec, int depth) {
             c = st->node->col;
             s->fields[st->child] = c;
             break;
+        case F_INT: case F_DEFAULT: {  /* extra: the bytes of the column's Arrow integer */
+            long arrow_width = PyLong_AsLong(extra);
+            if (arrow_width == -1 && PyErr_Occurred()) goto fail;
+            if ((arrow_width != 1 && arrow_width != 2 && arrow_width != 4 && arrow_width != 8)
+                || st->width == 0 || st->width + !st->is_signed > arrow_width) {
+                PyErr_SetString(PyExc_ValueError, "an integer step's column is too narrow");
+                goto fail;
+            }
+            if ((c = col_new()) == NULL) goto fail;
+            s->fields[st->child] = c;
+            c->shape = C_FIXED;
+            c->kind = K_INT64;
+            c->width = (int)arrow_width;
+            break;
+        }
+        case F_BOOL:
+            if (st->width != 1) {
+                PyErr_SetString(PyExc_ValueError, "a bool step reads one byte");
+                goto fail;
+            }
+            if ((c = build_value(K_BOOL, Py_None, depth)) == NULL) goto fail;
+            s->fields[st->child] = c;
+            break;
+        case F_UUID:
+            if ((c = build_value(K_STRING, Py_None, depth)) == NULL) goto fail;
+            s->fields[st->child] = c;
+            break;
+        case F_PREFIXED:
+            if (st->width == 0 || st->number > T_MUTF8 || st->at < X_ALWAYS
+                || st->at > X_OPTIONAL || (st->at == X_DEFAULT && !PyBytes_Check(extra))) {
+                PyErr_SetString(PyExc_ValueError, "a prefixed step out of range");
+                goto fail;
+            }
+            if (st->at == X_DEFAULT) st->checksum = Py_NewRef(extra);
+            if ((c = build_value(st->number == T_BYTES ? K_BYTES : K_STRING, Py_None, depth))
+                == NULL)
+                goto fail;
+            s->fields[st->child] = c;
+            break;
+        case F_SKIP: case F_SWITCH_KEY:
+            break;
+        case F_PROTO_PREFIXED: case F_STRUCT_WHEN: {
+            /* extra: (message rows or struct spec, None or (step, field, bits, W_EQ/W_NE)) */
+            PyObject *inner, *when;
+            if (!PyArg_ParseTuple(extra, "OO:when", &inner, &when)) goto fail;
+            if (when != Py_None) {
+                unsigned long long bits;
+                if (!PyArg_ParseTuple(when, "nnKi:condition", &st->when_step, &st->when_field,
+                                      &bits, &st->when_op))
+                    goto fail;
+                st->when_bits = bits;
+                const FStep *by = st->when_step >= 0 && st->when_step < i
+                                  ? &n->steps[st->when_step] : NULL;
+                Col *m = by != NULL && by->op == F_PROTO_PREFIXED && by->when_op == W_ALWAYS
+                         ? s->fields[by->child] : NULL;
+                if (m == NULL || st->when_field < 0 || st->when_field >= m->nfields
+                    || !m->fields[st->when_field]->required
+                    || (m->fields[st->when_field]->shape != C_FIXED
+                        && m->fields[st->when_field]->shape != C_BOOL)
+                    || (st->when_op != W_EQ && st->when_op != W_NE)) {
+                    PyErr_SetString(PyExc_ValueError,
+                                    "a condition reads a required integer of an earlier message");
+                    goto fail;
+                }
+            }
+            if (st->op == F_PROTO_PREFIXED) {
+                if ((c = build_struct(inner, 0)) == NULL) goto fail;
+                s->fields[st->child] = c;
+            } else {
+                if ((st->node = build_frame(inner, depth + 1)) == NULL) goto fail;
+                c = st->node->col;
+                s->fields[st->child] = c;
+            }
+            break;
+        }
+        case F_BLOCKS: {  /* extra: (spec, block width, signed, big, most bytes, most blocks) */
+            PyObject *inner;
+            int bwidth, bsigned, bbig;
+            unsigned long long bmax, cmax;
+            if (!PyArg_ParseTuple(extra, "OiiiKK:blocks", &inner, &bwidth, &bsigned, &bbig,
+                                  &bmax, &cmax))
+                goto fail;
+            if (st->width == 0 || bwidth <= 0 || bwidth > 8) {
+                PyErr_SetString(PyExc_ValueError, "blocks need their integers");
+                goto fail;
+            }
+            if ((st->block = PyMem_Calloc(1, sizeof(FStep))) == NULL) {
+                PyErr_NoMemory();
+                goto fail;
+            }
+            st->block->width = bwidth;
+            st->block->is_signed = bsigned;
+            st->block->big = bbig;
+            st->block_max = bmax;
+            st->blocks_max = cmax;
+            if ((st->node = build_frame(inner, depth + 1)) == NULL) goto fail;
+            c = st->node->col;
+            s->fields[st->child] = c;
+            break;
+        }
+        case F_RUN:
+            if ((c = col_new()) == NULL) goto fail;
+            s->fields[st->child] = c;
+            c->shape = C_LIST;
+            c->kind = K_MESSAGE;
+            if ((st->node = build_frame(extra, depth + 1)) == NULL) goto fail;
+            c->items = st->node->col;
+            break;
+        case F_SWITCH: {  /* extra: (the cases' nullable flags, ((key, field, spec or None)...)) */
+            PyObject *case_nullables, *cases;
+            if (!PyArg_ParseTuple(extra, "O!O!:switch", &PyTuple_Type, &case_nullables,
+                                  &PyTuple_Type, &cases))
+                goto fail;
+            if (st->at != 1 || !sized[i]) {
+                PyErr_SetString(PyExc_ValueError, "a switch is sized by a size step");
+                goto fail;
+            }
+            if ((c = col_new()) == NULL) goto fail;
+            s->fields[st->child] = c;
+            c->shape = C_STRUCT;
+            c->kind = K_MESSAGE;
+            c->nfields = PyTuple_GET_SIZE(case_nullables);
+            c->fields = PyMem_Calloc((size_t)(c->nfields ? c->nfields : 1), sizeof(Col *));
+            Py_ssize_t ncases = PyTuple_GET_SIZE(cases);
+            st->keys = PyMem_Calloc((size_t)(ncases ? ncases : 1), sizeof(int64_t));
+            st->cases = PyMem_Calloc((size_t)(ncases ? ncases : 1), sizeof(FNode *));
+            if (c->fields == NULL || st->keys == NULL || st->cases == NULL) {
+                PyErr_NoMemory();
+                goto fail;
+            }
+            for (Py_ssize_t k = 0; k < ncases; k++) {
+                long long key;
+                Py_ssize_t field;
+                PyObject *spec;
+                st->ncases = k + 1;
+                if (!PyArg_ParseTuple(PyTuple_GET_ITEM(cases, k), "LnO:case", &key, &field,
+                                      &spec))
+                    goto fail;
+                if (field < 0 || field >= c->nfields || c->fields[field] != NULL
+                    || (k > 0 && key <= st->keys[k - 1])) {
+                    PyErr_SetString(PyExc_ValueError, "switch cases out of range or order");
+                    goto fail;
+                }
+                st->keys[k] = key;
+                if (spec != Py_None) {
+                    if ((st->cases[k] = build_frame(spec, depth + 1)) == NULL) goto fail;
+                    c->fields[field] = st->cases[k]->col;
+                }
+            }
+            for (Py_ssize_t k = 0; k < c->nfields; k++) {
+                if (c->fields[k] == NULL) {  /* a case left to the row path, or none's */
+                    if ((c->fields[k] = col_new()) == NULL) goto fail;
+                    c->fields[k]->shape = C_STRUCT;
+                    c->fields[k]->kind = K_MESSAGE;
+                    c->fields[k]->never = 1;
+                }
+                c->fields[k]->nullable = PyObject_IsTrue(PyTuple_GET_ITEM(case_nullables, k));
+            }
+            break;
+        }
         default:
             PyErr_Format(PyExc_ValueError, "frame step %d has no columnar form", st->op);
             goto fail;
         }
-        if ((st->op == F_PROTO || (st->op == F_BYTES && st->at >= 0)) && !sized[i]) {
+        if ((st->op == F_PROTO || st->op == F_ARRAY || (st->op == F_BYTES && st->at >= 0))
+            && !sized[i]) {
             PyErr_SetString(PyExc_ValueError, "a sized step without its size step");
+            goto fail;
+        }
+        if (sized[i] && st->op != F_PROTO && st->op != F_BYTES && st->op != F_SWITCH
+            && st->op != F_ARRAY) {
+            PyErr_SetString(PyExc_ValueError, "a size step sizes a step that takes none");
             goto fail;
         }
     }
@@ -1156,6 +1407,44 @@ static int negative(const FStep *st, uint64_t v) {
     return st->is_signed && st->width > 0 && (v >> (8 * st->width - 1)) & 1;
 }
 
+/* The stored integer read as `st` says, a signed one extended to 64 bits. */
+static int read_int(const FStep *st, const uint8_t **pp, const uint8_t *end, uint64_t *out) {
+    if (read_uint(st, pp, end, out) != OK) return BAD;
+    if (negative(st, *out) && st->width < 8) *out |= ~(uint64_t)0 << (8 * st->width);
+    return OK;
+}
+
+/* Commit a text or bytes entry of column c: BAD when text is not what the row path's decoder
+   gives back byte for byte. Strict UTF-8 is its own modified UTF-8 (mutf8.decode gives the
+   same text); C0 80 and surrogate pairs are left to the row path. */
+static int commit_text(Col *c, int text, const uint8_t *p, Py_ssize_t n) {
+    if (text != T_BYTES && !valid_utf8(p, n)) return BAD;
+    c->seen = 1;
+    c->str = p;
+    c->str_len = n;
+    return col_commit_value(c) < 0 ? ERR : OK;
+}
+
+/* Whether the row of step st is there: its condition on the message an earlier step of
+   node n decoded, if it has one. */
+static int when_holds(const FNode *n, const FStep *st) {
+    if (st->when_op == W_ALWAYS) return 1;
+    const Col *m = n->col->fields[n->steps[st->when_step].child];
+    int eq = m->fields[st->when_field]->bits == st->when_bits;
+    return st->when_op == W_EQ ? eq : !eq;
+}
+
+/* The case of switch step st for `key`, or -1. */
+static Py_ssize_t find_case(const FStep *st, int64_t key) {
+    Py_ssize_t lo = 0, hi = st->ncases;
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (st->keys[mid] < key) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < st->ncases && st->keys[lo] == key ? lo : -1;
+}
+
 /* Whether `checksum` over [p, end) is `sent`: 1, 0, or -1 with a Python exception set. */
 static int checksum_matches(PyObject *checksum, const uint8_t *p, const uint8_t *end,
                             uint64_t sent) {
@@ -1178,6 +1467,9 @@ static int checksum_matches(PyObject *checksum, const uint8_t *p, const uint8_t 
 static int decode_frame_struct(const FNode *n, const uint8_t **pp, const uint8_t *end) {
     const uint8_t *p = *pp;
     uint64_t sizes[F_MAX_STEPS];
+    uint64_t lens[F_MAX_STEPS];  /* the length of each bytes row read so far */
+    uint64_t key = 0;
+    int have_key = 0;
     Col *s = n->col;
     Py_ssize_t at = s->len;  /* the entry being decoded; the fields catch up to it */
     for (Py_ssize_t i = 0; i < n->nsteps; i++) {
@@ -1195,6 +1487,60 @@ static int decode_frame_struct(const FNode *n, const uint8_t **pp, const uint8_t
             if (read_uint(st, &p, end, &v) != OK || negative(st, v)) return BAD;
             sizes[st->at] = v;
             break;
+        case F_COUNT:  /* a negative count is no items to the row path too */
+            if (read_uint(st, &p, end, &v) != OK) return BAD;
+            sizes[st->at] = negative(st, v) ? 0 : v;
+            break;
+        case F_LEN_VALUE:  /* its value is only written; reading steps over it */
+            if (end - p < st->width) return BAD;
+            p += st->width;
+            break;
+        case F_ARRAY: {
+            Col *c = s->fields[st->child];
+            if (col_catch_up(c, at) < 0) return ERR;
+            for (uint64_t k = 0; k < sizes[i]; k++) {
+                const uint8_t *before = p;
+                r = decode_frame_struct(st->node, &p, end);
+                if (r != OK) return r;
+                if (p == before) return BAD;  /* items of no bytes: the row path counts */
+            }
+            touch(c);
+            if (buf_i32(&c->offsets, (int32_t)c->items->len) < 0) return ERR;
+            if (put_valid(c, 1) < 0) return ERR;
+            c->len++;
+            break;
+        }
+        case F_INT_WHEN: {
+            Col *c = s->fields[st->child];
+            int64_t len = (int64_t)lens[st->when_step], than = (int64_t)st->when_bits;
+            int there;
+            switch (st->when_op) {
+            case W_EQ: there = len == than; break;
+            case W_NE: there = len != than; break;
+            case W_GT: there = len > than; break;
+            case W_GE: there = len >= than; break;
+            case W_LT: there = len < than; break;
+            default: there = len <= than; break;
+            }
+            if (col_catch_up(c, at) < 0) return ERR;
+            if (!there) {
+                if (col_null(c) < 0) return ERR;
+                break;
+            }
+            if (read_int(st, &p, end, &v) != OK) return BAD;
+            c->seen = 1;
+            c->bits = v;
+            if (col_commit_value(c) < 0) return ERR;
+            break;
+        }
+        case F_DEFAULT_BOOL: {
+            Col *c = s->fields[st->child];
+            if (col_catch_up(c, at) < 0) return ERR;
+            c->seen = 1;
+            c->bits = p < end ? *p++ != 0 : st->number;
+            if (col_commit_value(c) < 0) return ERR;
+            break;
+        }
         case F_CONST:
             if (read_uint(st, &p, end, &v) != OK || v != st->number) return BAD;
             break;
@@ -1230,6 +1576,7 @@ static int decode_frame_struct(const FNode *n, const uint8_t **pp, const uint8_t
             c->str_len = (Py_ssize_t)size;
             if (col_commit_value(c) < 0) return ERR;
             p += size;
+            lens[i] = size;
             break;
         }
         case F_STRUCT: {
@@ -1245,6 +1592,168 @@ static int decode_frame_struct(const FNode *n, const uint8_t **pp, const uint8_t
                 r = decode_frame_struct(st->node, &p, end);
             }
             if (r != OK) return r;
+            break;
+        }
+        case F_INT: case F_DEFAULT: {
+            Col *c = s->fields[st->child];
+            if (st->op == F_DEFAULT && end - p < st->width) v = st->number;
+            else if (read_int(st, &p, end, &v) != OK) return BAD;
+            if (col_catch_up(c, at) < 0) return ERR;
+            c->seen = 1;
+            c->bits = v;
+            if (col_commit_value(c) < 0) return ERR;
+            break;
+        }
+        case F_BOOL: {
+            Col *c = s->fields[st->child];
+            if (p >= end) return BAD;
+            if (col_catch_up(c, at) < 0) return ERR;
+            c->seen = 1;
+            c->bits = *p++ != 0;
+            if (col_commit_value(c) < 0) return ERR;
+            break;
+        }
+        case F_UUID: {  /* as str(uuid.UUID): lowercase hex, dashes after 4, 6, 8, 10 bytes */
+            static const char hex[] = "0123456789abcdef";
+            char text[36];
+            Col *c = s->fields[st->child];
+            if (end - p < 16) return BAD;
+            for (int k = 0, o = 0; k < 16; k++) {
+                if (k == 4 || k == 6 || k == 8 || k == 10) text[o++] = '-';
+                text[o++] = hex[p[k] >> 4];
+                text[o++] = hex[p[k] & 15];
+            }
+            p += 16;
+            if (col_catch_up(c, at) < 0) return ERR;
+            r = commit_text(c, T_BYTES, (const uint8_t *)text, 36);
+            if (r != OK) return r;
+            break;
+        }
+        case F_PREFIXED: {
+            Col *c = s->fields[st->child];
+            if (col_catch_up(c, at) < 0) return ERR;
+            if (st->at != X_ALWAYS && p >= end) {  /* not there: the default, or None */
+                if (st->at == X_OPTIONAL) {
+                    if (col_null(c) < 0) return ERR;
+                    lens[i] = 0;  /* None: no condition reads it (the plan checks) */
+                } else {
+                    c->seen = 1;
+                    c->str = (const uint8_t *)PyBytes_AS_STRING(st->checksum);
+                    c->str_len = PyBytes_GET_SIZE(st->checksum);
+                    if (col_commit_value(c) < 0) return ERR;
+                    lens[i] = (uint64_t)c->str_len;
+                }
+                break;
+            }
+            if (read_uint(st, &p, end, &v) != OK || negative(st, v)
+                || v > (uint64_t)(end - p))
+                return BAD;
+            r = commit_text(c, (int)st->number, p, (Py_ssize_t)v);
+            if (r != OK) return r;
+            p += v;
+            lens[i] = v;
+            break;
+        }
+        case F_SKIP:
+            p = end;
+            break;
+        case F_RUN: {  /* nested structs up to the end of the region */
+            Col *c = s->fields[st->child];
+            if (col_catch_up(c, at) < 0) return ERR;
+            while (p < end) {
+                const uint8_t *before = p;
+                r = decode_frame_struct(st->node, &p, end);
+                if (r != OK) return r;
+                if (p == before) return BAD;  /* the row path would never end */
+            }
+            touch(c);
+            if (buf_i32(&c->offsets, (int32_t)c->items->len) < 0) return ERR;
+            if (put_valid(c, 1) < 0) return ERR;
+            c->len++;
+            break;
+        }
+        case F_PROTO_PREFIXED: {  /* a message after its length, there when its condition is */
+            Col *c = s->fields[st->child];
+            if (!when_holds(n, st)) break;  /* None: it lags */
+            if (st->width == 0 ? read_varint(&p, end, &v) != OK
+                               : read_uint(st, &p, end, &v) != OK || negative(st, v))
+                return BAD;
+            if (v > (uint64_t)(end - p)) return BAD;
+            if (col_catch_up(c, at) < 0) return ERR;
+            r = decode_message(c, p, p + v, 0);
+            if (r != OK) return r;
+            p += v;
+            break;
+        }
+        case F_STRUCT_WHEN:
+            if (!when_holds(n, st)) break;
+            if (col_catch_up(st->node->col, at) < 0) return ERR;
+            r = decode_frame_struct(st->node, &p, end);
+            if (r != OK) return r;
+            break;
+        case F_BLOCKS: {  /* a struct whose bytes come in sized blocks, read as one */
+            uint64_t count, size, total = 0;
+            if (read_uint(st, &p, end, &count) != OK || negative(st, count)
+                || (st->blocks_max && count > st->blocks_max))
+                return BAD;
+            const uint8_t *q = p;
+            for (uint64_t k = 0; k < count; k++) {
+                if (read_uint(st->block, &q, end, &size) != OK || negative(st->block, size)
+                    || size > st->block_max || size > (uint64_t)(end - q))
+                    return BAD;
+                q += size;
+                total += size;
+            }
+            const uint8_t *content = q, *cend = q;  /* no blocks: no bytes */
+            uint8_t *joined = NULL;
+            if (count == 1) {  /* the common case: read in place */
+                content = p + st->block->width;
+                cend = content + total;
+            } else if (count > 1) {
+                if ((joined = PyMem_Malloc((size_t)total + 1)) == NULL) {
+                    PyErr_NoMemory();
+                    return ERR;
+                }
+                const uint8_t *b = p;
+                uint8_t *o = joined;
+                for (uint64_t k = 0; k < count; k++) {
+                    read_uint(st->block, &b, end, &size);  /* checked above */
+                    memcpy(o, b, (size_t)size);
+                    o += size;
+                    b += size;
+                }
+                content = joined;
+                cend = joined + total;
+            }
+            /* what the struct keeps of the bytes is copied into its columns as it goes */
+            const uint8_t *cp = content;
+            if (col_catch_up(st->node->col, at) < 0) r = ERR;
+            else r = decode_frame_struct(st->node, &cp, cend);
+            PyMem_Free(joined);
+            if (r != OK) return r;
+            if (cp != cend) return BAD;  /* block bytes left over */
+            p = q;
+            break;
+        }
+        case F_SWITCH_KEY:
+            if (read_int(st, &p, end, &key) != OK) return BAD;
+            have_key = 1;
+            break;
+        case F_SWITCH: {  /* the case the key names, filling its size exactly */
+            Col *u = s->fields[st->child];
+            if (!have_key || sizes[i] > (uint64_t)(end - p)) return BAD;
+            Py_ssize_t k = find_case(st, (int64_t)key);
+            if (k < 0 || st->cases[k] == NULL) return BAD;  /* unknown, or the row path's */
+            const uint8_t *q = p, *vend = p + sizes[i];
+            if (col_catch_up(u, at) < 0 || col_catch_up(st->cases[k]->col, u->len) < 0)
+                return ERR;
+            r = decode_frame_struct(st->cases[k], &q, vend);
+            if (r != OK) return r;
+            if (q != vend) return BAD;
+            touch(u);
+            if (put_valid(u, 1) < 0) return ERR;
+            u->len++;
+            p = vend;
             break;
         }
         default:
@@ -1318,12 +1827,27 @@ static PyTypeObject FramePlanType = {
 
 /* The step numbers, for runtime/spark/columnar_frames.py. */
 static int add_frame_steps(PyObject *m) {
-    PyObject *d = Py_BuildValue("{sisisisisisisi}", "size_rest", F_SIZE_REST, "size", F_SIZE,
-                                "const", F_CONST, "checksum", F_CHECKSUM, "proto", F_PROTO,
-                                "bytes", F_BYTES, "struct", F_STRUCT);
+    PyObject *d = Py_BuildValue("{sisisisisisisisisisisisisisisisisisisisisisisisi}",
+                                "size_rest", F_SIZE_REST,
+                                "size", F_SIZE, "const", F_CONST, "checksum", F_CHECKSUM,
+                                "proto", F_PROTO, "bytes", F_BYTES, "struct", F_STRUCT,
+                                "int", F_INT, "bool", F_BOOL, "uuid", F_UUID,
+                                "prefixed", F_PREFIXED, "default", F_DEFAULT,
+                                "skip_trailing", F_SKIP, "struct_run", F_RUN,
+                                "switch_key", F_SWITCH_KEY, "switch", F_SWITCH,
+                                "proto_prefixed", F_PROTO_PREFIXED,
+                                "struct_when", F_STRUCT_WHEN, "blocks", F_BLOCKS,
+                                "count_of", F_COUNT, "struct_array", F_ARRAY,
+                                "len_value", F_LEN_VALUE, "int_when", F_INT_WHEN,
+                                "default_bool", F_DEFAULT_BOOL);
     if (d == NULL) return -1;
-    PyObject *p = Py_BuildValue("{sisisi}", "always", P_ALWAYS, "remaining", P_REMAINING,
-                                "peek", P_PEEK);
+    PyObject *p = Py_BuildValue("{sisisisisisisisisisisisisisisi}", "always", P_ALWAYS,
+                                "remaining", P_REMAINING, "peek", P_PEEK,
+                                "text_bytes", T_BYTES, "text_utf8", T_UTF8,
+                                "text_mutf8", T_MUTF8, "prefixed_always", X_ALWAYS,
+                                "prefixed_default", X_DEFAULT, "prefixed_optional", X_OPTIONAL,
+                                "when_eq", W_EQ, "when_ne", W_NE, "when_gt", W_GT,
+                                "when_ge", W_GE, "when_lt", W_LT, "when_le", W_LE);
     if (p == NULL) {
         Py_DECREF(d);
         return -1;

@@ -42,6 +42,7 @@ from protoframe.runtime.errors import (
     ChecksumFailure,
     UnknownCommandError,
     UnknownCommandTypeError,
+    ValueOutOfRangeError,
 )
 from tests.generated.pulsar.corpus import CORPUS, mutate
 from tests.support.examples import scaled
@@ -557,3 +558,13 @@ def test_kept_keyword_names_stay_right_after_a_class_change() -> None:
             fresh.Payload(metadata=_MD, data=b"x", nope=1)
     assert build() == first
 
+
+@pytest.mark.parametrize("acks", [256, -1, 1 << 70])
+def test_an_out_of_range_u8_is_value_out_of_range_on_both_codecs(acks: int) -> None:
+    def encode() -> bytes:
+        return tank_frames.ProduceRequest(client_version=2, request_id=1, client_id="c",
+                                          required_acks=acks, ack_timeout=1,
+                                          topics=[]).encode()
+
+    fast = _same(encode)
+    assert fast[0] == "raised" and fast[1][0] is ValueOutOfRangeError

@@ -179,8 +179,9 @@ class Encoder:
             return [f"{self.buf} += varint_bytes({value})"]
         if how == "bool":
             return [f"{self.buf}.append(1 if {value} else 0)"]
-        if how.width == 1 and not how.signed:
-            return [f"{self.buf}.append({value})"]
+        # A u8 too goes through its Struct rather than bytearray.append: out of range, that
+        # raises struct.error, which encode reports as ValueOutOfRangeError as for any width
+        # (append's ValueError would escape as it is).
         packer = self.ctx.packer(how.width, how.signed, how.order)
         return [f"{self.buf} += {packer}.pack({value})"]
 

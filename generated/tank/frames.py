@@ -118,7 +118,7 @@ class Message:
 
     def encode_to(self, out: bytearray, *, sparse: bool, first: bool, last: bool) -> None:
         """Append the wire form of this value to ``out``."""
-        out.append(self.flags)
+        out += _U8LE.pack(self.flags)
         if sparse and (not first) and (not last) and (not self.flags & 4):
             if self.seq_delta is None:
                 raise EncodeError(
@@ -333,7 +333,7 @@ class Bundle:
         v_flags = self.codec | (self.msg_count << 2 if 0 < self.msg_count < 16 else 0) | (
             64 if self.sparse else 0
         )
-        out.append(v_flags)
+        out += _U8LE.pack(v_flags)
         if (v_flags & 3) != self.codec:
             raise EncodeError(
                 f"Bundle.codec = {self.codec!r} does not fit the bits the spec gives it"
@@ -699,7 +699,7 @@ class ProduceTopic:
         data_name = self.name.encode()
         out += _U8LE.pack(len(data_name))
         out += data_name
-        out.append(v_partitions_cnt)
+        out += _U8LE.pack(v_partitions_cnt)
         for e_partitions in self.partitions:
             e_partitions.encode_to(out, with_seqnum=with_seqnum)
 
@@ -774,9 +774,9 @@ class ProduceRequest:
         data_client_id = self.client_id.encode()
         out += _U8LE.pack(len(data_client_id))
         out += data_client_id
-        out.append(self.required_acks)
+        out += _U8LE.pack(self.required_acks)
         out += _U32LE.pack(self.ack_timeout)
-        out.append(v_topics_cnt)
+        out += _U8LE.pack(v_topics_cnt)
         for e_topics in self.topics:
             e_topics.encode_to(out, with_seqnum=False)
 
@@ -867,9 +867,9 @@ class ProduceWithSeqnumRequest:
         data_client_id = self.client_id.encode()
         out += _U8LE.pack(len(data_client_id))
         out += data_client_id
-        out.append(self.required_acks)
+        out += _U8LE.pack(self.required_acks)
         out += _U32LE.pack(self.ack_timeout)
-        out.append(v_topics_cnt)
+        out += _U8LE.pack(v_topics_cnt)
         for e_topics in self.topics:
             e_topics.encode_to(out, with_seqnum=True)
 
@@ -956,7 +956,7 @@ class ProduceStatus:
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this value to ``out``."""
-        out.append(self.error)
+        out += _U8LE.pack(self.error)
         if self.error == 252:
             if self.leader_addr is None:
                 raise EncodeError("ProduceStatus.leader_addr must be set when error == 0xfc")
@@ -1175,7 +1175,7 @@ class ConsumeTopic:
         data_name = self.name.encode()
         out += _U8LE.pack(len(data_name))
         out += data_name
-        out.append(v_partitions_cnt)
+        out += _U8LE.pack(v_partitions_cnt)
         for e_partitions in self.partitions:
             e_partitions.encode_to(out)
 
@@ -1257,10 +1257,10 @@ class ConsumeRequest:
         if self.client_version >= 3:
             if self.op_flags is None:
                 raise EncodeError("ConsumeRequest.op_flags must be set when client_version >= 3")
-            out.append(self.op_flags)
+            out += _U8LE.pack(self.op_flags)
         elif self.op_flags is not None:
             raise EncodeError("ConsumeRequest.op_flags must be None unless client_version >= 3")
-        out.append(v_topics_cnt)
+        out += _U8LE.pack(v_topics_cnt)
         for e_topics in self.topics:
             e_topics.encode_to(out)
 
@@ -1362,7 +1362,7 @@ class ConsumePartitionResult:
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this value to ``out``."""
         out += _U16LE.pack(self.partition)
-        out.append(self.error_or_flags)
+        out += _U8LE.pack(self.error_or_flags)
         if self.error_or_flags == 252:
             if self.leader_addr is None:
                 raise EncodeError(
@@ -1528,7 +1528,7 @@ class ConsumeTopicResult:
         data_name = self.name.encode()
         out += _U8LE.pack(len(data_name))
         out += data_name
-        out.append(self.partitions_cnt)
+        out += _U8LE.pack(self.partitions_cnt)
         if self.unknown:
             out += b"\xff\xff"
         if not self.unknown:
@@ -1618,7 +1618,7 @@ class ConsumeResponse:
         out += bytes(4)
         s_header_length = len(out)
         out += _U32LE.pack(self.request_id)
-        out.append(v_topics_cnt)
+        out += _U8LE.pack(v_topics_cnt)
         for e_topics in self.topics:
             e_topics.encode_to(out)
         _U32LE.pack_into(out, p_header_length, len(out) - s_header_length)
@@ -1736,7 +1736,7 @@ class Frame:
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this value to ``out``."""
         v_msg_id = _FRAME_BODY_CODES[type(self.body)]
-        out.append(v_msg_id)
+        out += _U8LE.pack(v_msg_id)
         b_body = self.body.encode()
         v_size = len(b_body)
         out += _U32LE.pack(v_size)

@@ -113,6 +113,17 @@ struct FrameCodecObject {
     destructor saved_dealloc;  /* cls->tp_dealloc before slotted_dealloc, or NULL */
     int nparams;                /* the struct's params (params:), passed by the holder's row */
     int has_message_sizes;     /* message_bytes rows: encoding sets their sizes first */
+    /* What encoding needs beyond the rows' own loop, known once the rows are checked: rows
+       whose bytes are kept in encoded[] (size, proto, size_of_struct) and rows filled in at
+       the end (size_rest, checksum). Most structs have neither, and skip those passes. */
+    int enc_keeps, enc_fills;
+    /* The compiled constructor's last keyword names (a call site passes the same constant
+       tuple every time) and the row each one names, with the stored rows they leave out: a
+       repeated call skips matching the names. kw_names is NULL until a call matched. */
+    PyObject *kw_names;
+    Py_ssize_t kw_nfill;
+    short kw_rows[FRAME_MAX_ROWS];
+    short kw_fill[FRAME_MAX_ROWS];
 };
 
 static PyTypeObject FrameCodec_Type;
@@ -133,7 +144,7 @@ static unsigned long long read_uint(const unsigned char *p, int width, int big) 
     return v;
 }
 
-static void write_uint(unsigned char *p, unsigned long long v, int width, int big) {
+static inline void write_uint(unsigned char *p, unsigned long long v, int width, int big) {
     if (big) {
         for (int i = width - 1; i >= 0; i--, v >>= 8) p[i] = (unsigned char)v;
     } else {
@@ -149,11 +160,44 @@ static PyObject *int_value(unsigned long long raw, int width, int flags) {
     return PyLong_FromLongLong(v);
 }
 
+/* The value of `v` when it is an int (exactly) of at most one digit, as most flags, counts
+   and lengths are: read straight from the object, without the general conversion's call. */
+static inline int compact_int(PyObject *v, long long *out) {
+#if PY_VERSION_HEX >= 0x030C0000
+    if (PyLong_CheckExact(v) && PyUnstable_Long_IsCompact((PyLongObject *)v)) {
+        *out = (long long)PyUnstable_Long_CompactValue((PyLongObject *)v);
+        return 1;
+    }
+#else
+    if (PyLong_CheckExact(v)) {
+        Py_ssize_t size = Py_SIZE(v);
+        if (size == 0 || size == 1 || size == -1) {
+            long long d = size == 0 ? 0 : (long long)((PyLongObject *)v)->ob_digit[0];
+            *out = size < 0 ? -d : d;
+            return 1;
+        }
+    }
+#endif
+    return 0;
+}
+
 /* The wire form of int `value` for a field of `width` bytes; 0 if it does not fit (or is not
    an int), which the Python code reports as out of range. */
 static int int_raw(PyObject *value, int width, int flags, unsigned long long *raw) {
     if (value == NULL || !PyLong_Check(value)) return 0;  /* NULL: a slot left empty */
     int bits = width * 8;
+    long long small;
+    if (compact_int(value, &small)) {
+        if (flags & F_SIGNED) {
+            if (bits < 64 && (small < -(1LL << (bits - 1)) || small >= (1LL << (bits - 1))))
+                return 0;
+            *raw = (unsigned long long)small & (bits < 64 ? (1ULL << bits) - 1 : ~0ULL);
+            return 1;
+        }
+        if (small < 0 || (bits < 64 && (unsigned long long)small >> bits)) return 0;
+        *raw = (unsigned long long)small;
+        return 1;
+    }
     if (flags & F_SIGNED) {
         int overflow;
         long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
@@ -474,54 +518,81 @@ typedef struct {
     long long index;             /* an array_args item's index */
 } Env;
 
+/* operand() for the ints programs mostly read (flags, counts, bools), without its call. */
+static inline int small_operand(PyObject *v, long long *out) {
+    if (v == Py_True || v == Py_False) {
+        *out = v == Py_True;
+        return 1;
+    }
+    if (v != NULL && compact_int(v, out)) return 1;
+    return operand(v, out);
+}
+
 /* Run the program prog[:len], leaving `want` values in out: 0, or -1 to give up (an operand
-   that is not a plain integer, a step a 64-bit integer cannot take as Python's ints do). */
+   that is not a plain integer, a step a 64-bit integer cannot take as Python's ints do).
+   check_prog saw every program balance within EXPR_MAX_DEPTH and leave `want` values, so the
+   stack needs no checks here; each step is its own case, as the programs run on every encode
+   and decode of the structs that have them. */
 static int run_prog(const Step *prog, Py_ssize_t len, const Env *e, long long *out, int want) {
     long long stack[EXPR_MAX_DEPTH];
-    int top = 0;
-    for (Py_ssize_t k = 0; k < len; k++) {
-        const Step *st = &prog[k];
+    long long *sp = stack;  /* the next free entry; sp[-1] the top */
+    for (const Step *st = prog, *stop = prog + len; st < stop; st++) {
+        long long a, b;
         switch (st->op) {
-        case X_FIELD: case X_CONST: case X_PARAM: case X_INDEX: {
-            if (top >= EXPR_MAX_DEPTH) return -1;
-            long long *v = &stack[top++];
-            if (st->op == X_CONST) {
-                *v = st->arg;
-            } else if (st->op == X_PARAM) {
-                if (e->params == NULL) return -1;
-                *v = e->params[st->arg];
-            } else if (st->op == X_INDEX) {
-                *v = e->index;
-            } else if (e->values != NULL) {
-                if (!operand(e->values[st->arg], v)) return -1;
+        case X_CONST:
+            *sp++ = st->arg;
+            continue;
+        case X_PARAM:
+            if (e->params == NULL) return -1;
+            *sp++ = e->params[st->arg];
+            continue;
+        case X_INDEX:
+            *sp++ = e->index;
+            continue;
+        case X_FIELD:
+            if (e->values != NULL) {
+                if (!small_operand(e->values[st->arg], sp)) return -1;
             } else if (e->c->rows[st->arg].offset >= 0) {
-                if (!operand(slot(e->obj, e->c->rows[st->arg].offset), v)) return -1;
+                if (!small_operand(slot(e->obj, e->c->rows[st->arg].offset), sp)) return -1;
             } else {
-                *v = e->computed[st->arg];
+                *sp = e->computed[st->arg];
             }
-            break;
-        }
-        case X_NOT: case X_NEG: {
-            if (top < 1) return -1;
-            long long a = stack[top - 1];
-            if (st->op == X_NEG && a == LLONG_MIN) return -1;
-            stack[top - 1] = st->op == X_NOT ? !a : -a;
-            break;
-        }
+            sp++;
+            continue;
+        case X_NOT:
+            sp[-1] = !sp[-1];
+            continue;
+        case X_NEG:
+            if (sp[-1] == LLONG_MIN) return -1;
+            sp[-1] = -sp[-1];
+            continue;
         case X_SELECT:  /* then, test, else */
-            if (top < 3) return -1;
-            stack[top - 3] = stack[top - 2] ? stack[top - 3] : stack[top - 1];
-            top -= 2;
+            sp[-3] = sp[-2] ? sp[-3] : sp[-1];
+            sp -= 2;
+            continue;
+        default:
             break;
-        default: {
-            if (top < 2) return -1;
-            long long v;
-            if (binary_step(st->op, stack[top - 2], stack[top - 1], &v) < 0) return -1;
-            stack[--top - 1] = v;
         }
+        /* A binary step: a (op) b. */
+        b = *--sp;
+        a = sp[-1];
+        switch (st->op) {
+        case X_AND: sp[-1] = a && b; continue;
+        case X_OR: sp[-1] = a || b; continue;
+        case X_BITAND: sp[-1] = (long long)((unsigned long long)a & (unsigned long long)b);
+            continue;
+        case X_BITOR: sp[-1] = (long long)((unsigned long long)a | (unsigned long long)b);
+            continue;
+        case X_EQ: sp[-1] = a == b; continue;
+        case X_NE: sp[-1] = a != b; continue;
+        case X_LT: sp[-1] = a < b; continue;
+        case X_ANDV: sp[-1] = a ? b : a; continue;
+        case X_ORV: sp[-1] = a ? a : b; continue;
+        default:
+            if (binary_step(st->op, a, b, &sp[-1]) < 0) return -1;
         }
     }
-    if (top != want) return -1;
+    if (sp - stack != want) return -1;
     memcpy(out, stack, sizeof(long long) * (size_t)want);
     return 0;
 }
@@ -1188,10 +1259,19 @@ static int out_varint(Out *o, unsigned long long v) {
     return 0;
 }
 
-static int out_uint(Out *o, unsigned long long v, int width, int flags) {
+static inline int out_uint(Out *o, unsigned long long v, int width, int flags) {
     if (out_reserve(o, width) < 0) return -1;
-    write_uint((unsigned char *)o->data + o->len, v, width, flags & F_BIG);
+    unsigned char *p = (unsigned char *)o->data + o->len;
     o->len += width;
+    /* The widths rows have, as constants, so that each loop unrolls. */
+    int big = flags & F_BIG;
+    switch (width) {
+        case 1: p[0] = (unsigned char)v; break;
+        case 2: write_uint(p, v, 2, big); break;
+        case 4: write_uint(p, v, 4, big); break;
+        case 8: write_uint(p, v, 8, big); break;
+        default: write_uint(p, v, width, big);
+    }
     return 0;
 }
 
@@ -1752,7 +1832,8 @@ static int encode_struct_p(FrameCodecObject *c, PyObject *obj, Out *o, int depth
     if (depth > MAX_DEPTH || obj == NULL || Py_TYPE(obj) != c->cls
             || (c->nparams > 0 && params == NULL))
         return -1;
-    for (i = 0; i < n; i++) encoded[i] = NULL;
+    if (c->enc_keeps)
+        for (i = 0; i < n; i++) encoded[i] = NULL;
     if (c->has_message_sizes && set_message_sizes(c, obj) < 0) return -1;
     for (i = 0; i < n; i++) {
         const Row *r = &c->rows[i];
@@ -1841,6 +1922,10 @@ static int encode_struct_p(FrameCodecObject *c, PyObject *obj, Out *o, int depth
         }
         }
     }
+    if (!c->enc_fills) {
+        rc = 0;
+        goto done;
+    }
     /* Sizes of the rest first, then checksums (which may cover them), as the Python code. */
     for (i = 0; i < n; i++) {
         const Row *r = &c->rows[i];
@@ -1864,7 +1949,8 @@ static int encode_struct_p(FrameCodecObject *c, PyObject *obj, Out *o, int depth
     }
     rc = 0;
 done:
-    for (i = 0; i < n; i++) Py_XDECREF(encoded[i]);
+    if (c->enc_keeps)
+        for (i = 0; i < n; i++) Py_XDECREF(encoded[i]);
     return rc;
 }
 
@@ -2015,6 +2101,37 @@ static int ctor_class_intact(FrameCodecObject *c) {
     return 1;
 }
 
+/* The value a stored row left out of the keywords takes: its default, or None. */
+static inline PyObject *left_out_value(const Row *r) {
+    return has_default(r) ? r->obj : Py_None;
+}
+
+/* Keep the row each keyword name of `kwnames` matched (rows_of[j] for the j-th), and the
+   stored rows left out (vals[i] NULL), for the next call with the same tuple: a call site's
+   keyword names are one constant tuple, and while it is kept its names cannot change. */
+static void remember_names(FrameCodecObject *c, PyObject *kwnames, PyObject *const *vals,
+                           const short *rows_of, Py_ssize_t nkw) {
+    Py_ssize_t nfill = 0;
+    for (Py_ssize_t i = 0; i < c->nrows; i++)
+        if (c->rows[i].offset >= 0 && vals[i] == NULL) c->kw_fill[nfill++] = (short)i;
+    memcpy(c->kw_rows, rows_of, sizeof(short) * (size_t)nkw);
+    c->kw_nfill = nfill;
+    Py_XSETREF(c->kw_names, Py_NewRef(kwnames));
+}
+
+/* cls(**kwargs) with the keyword names of the last call that matched (remember_names). */
+static PyObject *ctor_known_names(FrameCodecObject *c, PyObject *const *args, Py_ssize_t nkw) {
+    PyObject *obj = c->cls->tp_alloc(c->cls, 0);
+    if (obj == NULL) return NULL;
+    for (Py_ssize_t j = 0; j < nkw; j++)
+        *(PyObject **)((char *)obj + c->rows[c->kw_rows[j]].offset) = Py_NewRef(args[j]);
+    for (Py_ssize_t k = 0; k < c->kw_nfill; k++) {
+        const Row *r = &c->rows[c->kw_fill[k]];
+        *(PyObject **)((char *)obj + r->offset) = Py_NewRef(left_out_value(r));
+    }
+    return obj;
+}
+
 static PyObject *ctor_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
                                  PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
@@ -2034,7 +2151,9 @@ static PyObject *ctor_vectorcall(PyObject *callable, PyObject *const *args, size
         if (!ctor_class_intact(c)) return ctor_fallback(callable, args, nargs, kwnames);
         c->ctor_version = valid_version_tag(cls);
     }
+    if (kwnames != NULL && kwnames == c->kw_names) return ctor_known_names(c, args, nkw);
     PyObject *vals[FRAME_MAX_ROWS];
+    short rows_of[FRAME_MAX_ROWS];
     for (Py_ssize_t i = 0; i < n; i++) vals[i] = NULL;
     Py_ssize_t cursor = 0;
     for (Py_ssize_t j = 0; j < nkw; j++) {
@@ -2057,6 +2176,7 @@ static PyObject *ctor_vectorcall(PyObject *callable, PyObject *const *args, size
         }
         if (i < 0 || vals[i] != NULL) return ctor_fallback(callable, args, nargs, kwnames);
         vals[i] = args[j];
+        rows_of[j] = (short)i;
         cursor = i + 1;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -2064,6 +2184,7 @@ static PyObject *ctor_vectorcall(PyObject *callable, PyObject *const *args, size
         if (r->offset >= 0 && vals[i] == NULL && !left_out_ok(r))
             return ctor_fallback(callable, args, nargs, kwnames);
     }
+    if (kwnames != NULL) remember_names(c, kwnames, vals, rows_of, nkw);
     PyObject *obj = cls->tp_alloc(cls, 0);
     if (obj == NULL) return NULL;
     for (Py_ssize_t i = 0; i < n; i++)
@@ -2151,6 +2272,7 @@ static int codec_clear(FrameCodecObject *self) {
     Py_CLEAR(self->py_decode);
     Py_CLEAR(self->py_decode_from);
     Py_CLEAR(self->py_init);
+    Py_CLEAR(self->kw_names);
     for (Py_ssize_t i = 0; i < self->nrows; i++) {
         Py_CLEAR(self->rows[i].name);
         Py_CLEAR(self->rows[i].obj);
@@ -2623,8 +2745,13 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
             if ((r->offset = member_offset(self->cls, slot_name)) < 0) goto fail;
         }
     }
-    for (Py_ssize_t i = 0; i < n; i++)
+    for (Py_ssize_t i = 0; i < n; i++) {
         if (check_row(self, i) < 0) goto fail;
+        int op = self->rows[i].op;
+        self->enc_keeps |= op == OP_SIZE || op == OP_PROTO || op == OP_SIZE_OF_STRUCT
+                           || op == OP_STRUCT_SIZED;
+        self->enc_fills |= op == OP_SIZE_REST || op == OP_CHECKSUM;
+    }
     return (PyObject *)self;
 fail:
     Py_DECREF(self);

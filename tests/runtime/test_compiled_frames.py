@@ -42,6 +42,7 @@ from protoframe.runtime.errors import (
     ChecksumFailure,
     UnknownCommandError,
     UnknownCommandTypeError,
+    ValueOutOfRangeError,
 )
 from tests.generated.pulsar.corpus import CORPUS, mutate
 from tests.support.examples import scaled
@@ -517,3 +518,53 @@ def test_frame_codec_finds_the_protobuf_codec_on_its_own() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True, timeout=60)
     assert done.stdout.strip() == "1"
+
+
+def _tank_call_sites() -> list[list[tuple[str, Any]]]:
+    """Each literal call site passes one constant tuple of keyword names, which the compiled
+    constructor keeps after a first match: every site runs twice, and the sites of one class
+    take turns, so each one's names are matched again after another's."""
+    tf = tank_frames
+    one = 1  # the same object for two fields
+    out = []
+    for _ in range(2):
+        out.append(_slots(tf.Message(flags=one, timestamp=5, key=b"k", content=b"c")))
+        out.append(_slots(tf.Message(content=b"c", flags=one)))
+        out.append(_slots(tf.Message(flags=4, seq_delta=one, timestamp=one, content=b"")))
+        out.append(_slots(tf.Bundle(codec=one, sparse=False, msg_count=one)))
+        out.append(_slots(tf.Bundle(msg_count=one, codec=0, sparse=True, first_seqnum=7,
+                                    compressed=b"z")))
+        out.append(_slots(tf.ConsumePartition(partition=one, abs_seq_num=one, fetch_size=one)))
+    return out
+
+
+def test_a_call_sites_keyword_names_are_matched_once() -> None:
+    fast, python = _both(_tank_call_sites)
+    assert fast == python
+    assert fast[0] == "value"
+
+
+def test_kept_keyword_names_stay_right_after_a_class_change() -> None:
+    fresh = _fresh_frames()
+
+    def build() -> list[list[tuple[str, Any]]]:
+        return [_slots(fresh.Payload(metadata=_MD, data=b"x")) for _ in range(3)]
+
+    first = build()
+    fresh.Payload.probe = 1  # a new version tag: the class is looked over again
+    assert build() == first
+    with pytest.raises(TypeError):
+        for _ in range(2):
+            fresh.Payload(metadata=_MD, data=b"x", nope=1)
+    assert build() == first
+
+
+@pytest.mark.parametrize("acks", [256, -1, 1 << 70])
+def test_an_out_of_range_u8_is_value_out_of_range_on_both_codecs(acks: int) -> None:
+    def encode() -> bytes:
+        return tank_frames.ProduceRequest(client_version=2, request_id=1, client_id="c",
+                                          required_acks=acks, ack_timeout=1,
+                                          topics=[]).encode()
+
+    fast = _same(encode)
+    assert fast[0] == "raised" and fast[1][0] is ValueOutOfRangeError

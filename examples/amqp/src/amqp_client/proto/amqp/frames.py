@@ -268,7 +268,7 @@ class U8Value:
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this value to ``out``."""
-        out.append(self.value)
+        out += _U8BE.pack(self.value)
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview) -> Self:
@@ -666,7 +666,7 @@ class DecimalValue:
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this value to ``out``."""
-        out.append(self.scale)
+        out += _U8BE.pack(self.scale)
         out += _I32BE.pack(self.value)
 
     @classmethod
@@ -896,7 +896,7 @@ class FieldValue2:
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this value to ``out``."""
         v_kind = _FIELDVALUE2_VALUE_CODES[type(self.value)]
-        out.append(v_kind)
+        out += _U8BE.pack(v_kind)
         self.value.encode_to(out)
 
     @classmethod
@@ -1242,7 +1242,7 @@ class FieldValue1:
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this value to ``out``."""
         v_kind = _FIELDVALUE1_VALUE_CODES[type(self.value)]
-        out.append(v_kind)
+        out += _U8BE.pack(v_kind)
         self.value.encode_to(out)
 
     @classmethod
@@ -1588,7 +1588,7 @@ class FieldValue:
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this value to ``out``."""
         v_kind = _FIELDVALUE_VALUE_CODES[type(self.value)]
-        out.append(v_kind)
+        out += _U8BE.pack(v_kind)
         self.value.encode_to(out)
 
     @classmethod
@@ -1857,8 +1857,8 @@ class ConnectionStart:
 
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this value to ``out``."""
-        out.append(self.version_major)
-        out.append(self.version_minor)
+        out += _U8BE.pack(self.version_major)
+        out += _U8BE.pack(self.version_minor)
         self.server_properties.encode_to(out)
         data_mechanisms = self.mechanisms
         out += _U32BE.pack(len(data_mechanisms))
@@ -2137,7 +2137,7 @@ class ConnectionOpen:
         out += data_virtual_host
         out += b"\x00"
         v_bits = self.reserved_2
-        out.append(v_bits)
+        out += _U8BE.pack(v_bits)
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview) -> Self:
@@ -2563,7 +2563,7 @@ class QueueDeclare:
         v_bits = (
             self.no_wait << 4 | self.auto_delete << 3 | self.exclusive << 2 | self.durable << 1 | self.passive  # noqa: E501
         )
-        out.append(v_bits)
+        out += _U8BE.pack(v_bits)
         self.arguments.encode_to(out)
 
     @classmethod
@@ -2714,7 +2714,7 @@ class BasicConsume:
         out += _U8BE.pack(len(data_consumer_tag))
         out += data_consumer_tag
         v_bits = self.no_wait << 3 | self.exclusive << 2 | self.no_ack << 1 | self.no_local
-        out.append(v_bits)
+        out += _U8BE.pack(v_bits)
         self.arguments.encode_to(out)
 
     @classmethod
@@ -2856,7 +2856,7 @@ class BasicPublish:
         out += _U8BE.pack(len(data_routing_key))
         out += data_routing_key
         v_bits = self.immediate << 1 | self.mandatory
-        out.append(v_bits)
+        out += _U8BE.pack(v_bits)
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview) -> Self:
@@ -2939,7 +2939,7 @@ class BasicDeliver:
         out += data_consumer_tag
         out += _U64BE.pack(self.delivery_tag)
         v_bits = self.redelivered
-        out.append(v_bits)
+        out += _U8BE.pack(v_bits)
         data_exchange = self.exchange.encode()
         out += _U8BE.pack(len(data_exchange))
         out += data_exchange
@@ -3032,7 +3032,7 @@ class BasicGet:
         out += _U8BE.pack(len(data_queue))
         out += data_queue
         v_bits = self.no_ack
-        out.append(v_bits)
+        out += _U8BE.pack(v_bits)
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview) -> Self:
@@ -3100,7 +3100,7 @@ class BasicGetOk:
         """Append the wire form of this value to ``out``."""
         out += _U64BE.pack(self.delivery_tag)
         v_bits = self.redelivered
-        out.append(v_bits)
+        out += _U8BE.pack(v_bits)
         data_exchange = self.exchange.encode()
         out += _U8BE.pack(len(data_exchange))
         out += data_exchange
@@ -3230,7 +3230,7 @@ class BasicAck:
         """Append the wire form of this value to ``out``."""
         out += _U64BE.pack(self.delivery_tag)
         v_bits = self.multiple
-        out.append(v_bits)
+        out += _U8BE.pack(v_bits)
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview) -> Self:
@@ -3409,13 +3409,13 @@ class ContentHeader:
         if v_has_delivery_mode:
             if self.delivery_mode is None:
                 raise EncodeError("ContentHeader.delivery_mode must be set when has_delivery_mode")
-            out.append(self.delivery_mode)
+            out += _U8BE.pack(self.delivery_mode)
         elif self.delivery_mode is not None:
             raise EncodeError("ContentHeader.delivery_mode must be None unless has_delivery_mode")
         if v_has_priority:
             if self.priority is None:
                 raise EncodeError("ContentHeader.priority must be set when has_priority")
-            out.append(self.priority)
+            out += _U8BE.pack(self.priority)
         elif self.priority is not None:
             raise EncodeError("ContentHeader.priority must be None unless has_priority")
         if v_has_correlation_id:
@@ -3790,7 +3790,7 @@ class Frame:
     def encode_to(self, out: bytearray) -> None:
         """Append the wire form of this value to ``out``."""
         v_type = _FRAME_PAYLOAD_CODES[type(self.payload)]
-        out.append(v_type)
+        out += _U8BE.pack(v_type)
         out += _U16BE.pack(self.channel)
         b_payload = self.payload.encode()
         v_size = len(b_payload)

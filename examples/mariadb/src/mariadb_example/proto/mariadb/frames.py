@@ -119,10 +119,10 @@ class Greeting:
         out += self.auth_plugin_data_1
         out += b"\x00"
         out += _U16LE.pack(self.capabilities_lower)
-        out.append(self.character_set)
+        out += _U8LE.pack(self.character_set)
         out += _U16LE.pack(self.status_flags)
         out += _U16LE.pack(self.capabilities_upper)
-        out.append(self.auth_plugin_data_length)
+        out += _U8LE.pack(self.auth_plugin_data_length)
         out += b"\x00\x00\x00\x00\x00\x00"
         out += _U32LE.pack(self.mariadb_capabilities)
         if self.capabilities_lower & 32768:
@@ -137,7 +137,7 @@ class Greeting:
                     f"Greeting.auth_plugin_data_2 has {len(self.auth_plugin_data_2)} items; 13 if auth_plugin_data_length < 21 else auth_plugin_data_length - 8 says {(13 if self.auth_plugin_data_length < 21 else self.auth_plugin_data_length - 8)}",  # noqa: E501
                 )
             for e_auth_plugin_data_2 in self.auth_plugin_data_2:
-                out.append(e_auth_plugin_data_2)
+                out += _U8LE.pack(e_auth_plugin_data_2)
         elif self.auth_plugin_data_2 is not None:
             raise EncodeError(
                 "Greeting.auth_plugin_data_2 must be None unless capabilities_lower & 0x8000"
@@ -319,7 +319,7 @@ class HandshakeResponse:
         """Append the wire form of this value to ``out``."""
         out += _U32LE.pack(self.capabilities)
         out += _U32LE.pack(self.max_packet_size)
-        out.append(self.character_set)
+        out += _U8LE.pack(self.character_set)
         out += b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
         out += _U32LE.pack(self.mariadb_capabilities)
         data_username = self.username.encode()
@@ -1089,9 +1089,9 @@ class ColumnDefinition:
         out += b"\x0c"
         out += _U16LE.pack(self.character_set)
         out += _U32LE.pack(self.column_length)
-        out.append(self.column_type)
+        out += _U8LE.pack(self.column_type)
         out += _U16LE.pack(self.flags)
-        out.append(self.decimals)
+        out += _U8LE.pack(self.decimals)
         out += b"\x00\x00"
 
     @classmethod
@@ -1382,7 +1382,7 @@ class Packet:
         b_payload = self.payload
         v_length = len(b_payload)
         out += _U24LE.pack(v_length)
-        out.append(self.sequence_id)
+        out += _U8LE.pack(self.sequence_id)
         out += b_payload
 
     @classmethod

@@ -56,6 +56,7 @@ DEFAULT_MAX_FRAME_SIZE = 16777216
 _U16BE = Struct(">H")
 _U32BE = Struct(">I")
 _U64BE = Struct(">Q")
+_U8BE = Struct(">B")
 
 
 class Opcode(IntEnum):
@@ -354,9 +355,9 @@ class Frame:
         if not 0 <= v_len7 <= 0x7f:
             raise ValueOutOfRangeError(f"Frame.len7 = {v_len7!r} does not fit its 7 bits")
         v_b0 = self.fin << 7 | self.opcode
-        out.append(v_b0)
+        out += _U8BE.pack(v_b0)
         v_b1 = v_masked << 7 | v_len7
-        out.append(v_b1)
+        out += _U8BE.pack(v_b1)
         v_len16 = 0
         if v_len7 == 126:
             v_len16 = len(self.payload)

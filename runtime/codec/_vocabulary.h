@@ -82,7 +82,10 @@ enum { /* FRAME_OPS */
     OP_FIXED = 39,
     OP_TEXT_REST = 40,
     OP_STRUCT_RUN_WHEN = 41,
-    OP_END = 42,
+    OP_BITS = 42,
+    OP_BIT_FIELD = 43,
+    OP_DERIVED_KEY = 44,
+    OP_END = 45,
 };
 
 enum { /* FRAME_PRESENCE */
@@ -192,6 +195,9 @@ static const VocabularyWord VOCABULARY_WORDS[] = {
     {"FRAME_OPS", "fixed", OP_FIXED},
     {"FRAME_OPS", "text_rest", OP_TEXT_REST},
     {"FRAME_OPS", "struct_run_when", OP_STRUCT_RUN_WHEN},
+    {"FRAME_OPS", "bits", OP_BITS},
+    {"FRAME_OPS", "bit_field", OP_BIT_FIELD},
+    {"FRAME_OPS", "derived_key", OP_DERIVED_KEY},
     {"FRAME_PRESENCE", "always", PRESENT_ALWAYS},
     {"FRAME_PRESENCE", "remaining", PRESENT_REMAINING},
     {"FRAME_PRESENCE", "peek", PRESENT_PEEK},

@@ -97,6 +97,15 @@ MAP_KEY_KINDS: Final = (
 #   fixed      bytes or UTF-8 text of a fixed length
 #   text_rest  UTF-8 text to the end of the region
 #   struct_run_when  a struct_run there when its program (EXPR_OPS) gives true, else None
+# The rows AMQP's bit fields brought:
+#   bits       an unsigned integer of named bit sub-fields (the bit_field rows right after it),
+#              not stored: decoding gives up when a reserved bit is set; encoding packs it
+#              from its sub-fields
+#   bit_field  no bytes: some bits of the bits row before it, a stored bool, integer or enum
+#              member, or (with a value program, run on encode) not stored
+#   derived_key  no bytes: a switch's key its program computes from earlier rows, not stored;
+#              on encode found from the body's type first (value rows before it may read it),
+#              and its program must give it back
 FRAME_OPS: Final = ("int", "const", "size", "size_rest", "checksum", "proto", "bytes", "struct",
                     "uuid", "switch", "switch_key", "struct_run", "prefixed", "default",
                     "skip_trailing", "varint", "bool", "count_of", "struct_array", "condition",
@@ -104,7 +113,8 @@ FRAME_OPS: Final = ("int", "const", "size", "size_rest", "checksum", "proto", "b
                     "len_value", "int_when", "prefixed_optional", "default_bool",
                     "guard", "value", "derive", "struct_args", "array_args", "size_of_struct",
                     "struct_sized", "message_bytes",
-                    "lenenc", "const_bytes", "fixed", "text_rest", "struct_run_when")
+                    "lenenc", "const_bytes", "fixed", "text_rest", "struct_run_when",
+                    "bits", "bit_field", "derived_key")
 # Words of a plan the compiled codec takes without a row of their own: params of int and bool
 # kinds, which the holder's row passes as 64-bit integers.
 FRAME_PLAN_WORDS: Final = ("params",)
@@ -117,7 +127,9 @@ FRAME_PLAN_WORDS: Final = ("params",)
 # The programs of the rows TANK brought also use: "param" (push the struct's param of that
 # number), "index" (an array_args item's index), "select" (a if c else b, from a, c, b),
 # "orv" and "andv" (Python's or/and, giving one of their values). "has" pushes whether an
-# earlier optional struct row is there (1) or None (0).
+# earlier optional struct row is there (1) or None (0). The programs run on encode only (value
+# and bit_field rows) may also push whether a stored field is not None ("has") and the length
+# of a stored bytes field ("len").
 EXPR_OPS: Final = ("field", "const", "not", "neg", "and", "or", "bitand", "bitor", "bitxor",
                    "rshift", "lshift", "add", "sub", "eq", "ne", "lt", "le", "gt", "ge", "attr",
                    "len", "param", "index", "select", "orv", "andv", "has")

@@ -540,8 +540,10 @@ class Bits(FieldOp):
     @property
     def word(self) -> str:  # type: ignore[override]
         """``derive`` (in the C vocabulary) when the expression has a program
-        (``compiled_exprs``); ``derive_other`` otherwise."""
-        return "derive" if program(self.expr, extended=True) is not None else "derive_other"
+        (``compiled_exprs``), ``derived_key`` for a switch's key; ``derive_other`` otherwise."""
+        if program(self.expr, extended=True) is None:
+            return "derive_other"
+        return "derived_key" if self.field.is_switch_key else "derive"
 
 
 @dataclass(frozen=True)
@@ -591,12 +593,22 @@ class SubField(FieldOp):
     ``container``, ``shift`` bits above bit 0; ``as_bool``: a one-bit flag; ``enum``: the
     spec enum a stored value is decoded as."""
 
-    word: ClassVar[str] = "bit_field"
     container: str
     shift: int
     width: int
     as_bool: bool
     enum: str | None = None
+
+    @property
+    def word(self) -> str:  # type: ignore[override]
+        """``bit_field`` (in the C vocabulary), unless its ``value:`` has no program run on
+        encode or it is computed otherwise (``bit_field_other``)."""
+        f = self.field
+        if f.value is not None and program(f.value, extended=True, presence=True) is None:
+            return "bit_field_other"
+        if f.value is None and f.computed:
+            return "bit_field_other"  # a switch's key: the codec finds it from the body
+        return "bit_field"
 
 
 @dataclass(frozen=True)
@@ -711,6 +723,10 @@ class Computed(Wrap):
         ``value_other`` for another ``value:``."""
         if self.how in ("switch_key", "count_of") and not isinstance(self.inner, ReadInt):
             return f"{self.how}_other"
+        if self.how == "value" and isinstance(self.inner, ReadPacked):
+            # An integer of bit fields: the C codec packs it from its parts (its value:).
+            t = self.inner.int_type
+            return "bits" if t.width in (1, 2, 4, 8) and not t.signed else "value_other"
         if len_value(self) is not None:
             return "len_value"
         if self.how == "value":
@@ -721,7 +737,7 @@ class Computed(Wrap):
 def value_row(f: FrameField, inner: KindOp) -> bool:
     """Whether ``f`` (with ``value:``, of kind ``inner``) is a value row of the compiled
     codec: a fixed-width integer or a plain varint, nothing but its value computed."""
-    if f.value is None or program(f.value, extended=True) is None:
+    if f.value is None or program(f.value, extended=True, presence=True) is None:
         return False
     if (f.const is not None or f.size_of is not None or f.count_of is not None
             or f.checksum is not None or f.size_range is not None or f.is_switch_key
@@ -808,6 +824,8 @@ class Prefix(Wrap):
         message, always there, after a varint length (TubeMQ's parts); ``prefix`` otherwise."""
         inner = self.inner
         f = self.field
+        if isinstance(inner, ConstBytes):
+            return inner.word  # its prefix is part of its wire form
         match inner:
             case BytesOther(region=r) | String(region=r) if (
                     (isinstance(r.prefix, IntType) and r.prefix.width in vocabulary.FRAME_INT_WIDTHS

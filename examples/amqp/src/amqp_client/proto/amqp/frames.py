@@ -4280,11 +4280,26 @@ install_frame_layouts((
         ("int", "frame_max", "u32be", None, None),
         ("int", "heartbeat", "u16be", None, None),
     )),
+    (ConnectionOpen, False, (
+        ("prefixed", "virtual_host", "u8", "utf8", None),
+        ("const_bytes", "reserved_1", None, b"\x00", None),
+        ("bits", "bits", "u8", 0xfe, None),
+        ("bit_field", "reserved_2", None, ("bits", 0, 1), (True, None, None)),
+    )),
+    (ConnectionOpenOk, False, (
+        ("const_bytes", "reserved_1", None, b"\x00", None),
+    )),
     (ConnectionClose, False, (
         ("int", "reply_code", "u16be", None, None),
         ("prefixed", "reply_text", "u8", "utf8", None),
         ("int", "class_id", "u16be", None, None),
         ("int", "method_id", "u16be", None, None),
+    )),
+    (ChannelOpen, False, (
+        ("const_bytes", "reserved_1", None, b"\x00", None),
+    )),
+    (ChannelOpenOk, False, (
+        ("const_bytes", "reserved_1", None, b"\x00\x00\x00\x00", None),
     )),
     (ChannelClose, False, (
         ("int", "reply_code", "u16be", None, None),
@@ -4299,6 +4314,80 @@ install_frame_layouts((
     )),
     (BasicConsumeOk, False, (
         ("prefixed", "consumer_tag", "u8", "utf8", None),
+    )),
+    (BasicPublish, False, (
+        ("const", "reserved_1", "u16be", 0x0, None),
+        ("prefixed", "exchange", "u8", "utf8", None),
+        ("prefixed", "routing_key", "u8", "utf8", None),
+        ("bits", "bits", "u8", 0xfc, None),
+        ("bit_field", "immediate", None, ("bits", 1, 1), (True, None, None)),
+        ("bit_field", "mandatory", None, ("bits", 0, 1), (True, None, None)),
+    )),
+    (BasicDeliver, False, (
+        ("prefixed", "consumer_tag", "u8", "utf8", None),
+        ("int", "delivery_tag", "u64be", None, None),
+        ("bits", "bits", "u8", 0xfe, None),
+        ("bit_field", "redelivered", None, ("bits", 0, 1), (True, None, None)),
+        ("prefixed", "exchange", "u8", "utf8", None),
+        ("prefixed", "routing_key", "u8", "utf8", None),
+    )),
+    (BasicGet, False, (
+        ("const", "reserved_1", "u16be", 0x0, None),
+        ("prefixed", "queue", "u8", "utf8", None),
+        ("bits", "bits", "u8", 0xfe, None),
+        ("bit_field", "no_ack", None, ("bits", 0, 1), (True, None, None)),
+    )),
+    (BasicGetOk, False, (
+        ("int", "delivery_tag", "u64be", None, None),
+        ("bits", "bits", "u8", 0xfe, None),
+        ("bit_field", "redelivered", None, ("bits", 0, 1), (True, None, None)),
+        ("prefixed", "exchange", "u8", "utf8", None),
+        ("prefixed", "routing_key", "u8", "utf8", None),
+        ("int", "message_count", "u32be", None, None),
+    )),
+    (BasicGetEmpty, False, (
+        ("const_bytes", "reserved_1", None, b"\x00", None),
+    )),
+    (BasicAck, False, (
+        ("int", "delivery_tag", "u64be", None, None),
+        ("bits", "bits", "u8", 0xfe, None),
+        ("bit_field", "multiple", None, ("bits", 0, 1), (True, None, None)),
+    )),
+    (Method, False, (
+        (
+            "value",
+            "class_id",
+            "u16be",
+            (("field", "method"), ("const", 16), ("rshift", None)),
+            None,
+        ),
+        (
+            "value",
+            "method_id",
+            "u16be",
+            (("field", "method"), ("const", 65535), ("bitand", None)),
+            None,
+        ),
+        (
+            "derived_key",
+            "method",
+            None,
+            (
+                ("field", "class_id"),
+                ("const", 16),
+                ("lshift", None),
+                ("field", "method_id"),
+                ("bitor", None),
+            ),
+            None,
+        ),
+        (
+            "switch",
+            "arguments",
+            None,
+            _METHOD_ARGUMENTS_DECODERS,
+            ("method", None, _METHOD_ARGUMENTS_CODES),
+        ),
     )),
     (Body, True, (
         ("bytes", "data", None, None, None),

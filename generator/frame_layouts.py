@@ -119,6 +119,9 @@ def _more_rows(op: FieldOp, head: str, ref: Callable[[MessageType], str]) -> str
             return f"{head}, {q(t.name)}, None, None)"  # its switch row names it
         case Array(element=Nested(plan=plan)) if op.word == "struct_run":
             return f"{head}, None, {plan.name}, None)"
+        case Array(element=Nested(plan=plan), region=Region(size=str(size))) if (
+                op.word == "struct_run_sized"):
+            return f"{head}, None, {plan.name}, {q(size)})"
         case Prefix(inner=inner) if op.word in ("prefixed", "prefixed_default"):
             prefix = inner.region.prefix if isinstance(inner, BytesOther | String) else None
             if prefix is None or prefix == "lenenc":  # not "prefixed": see Prefix.word

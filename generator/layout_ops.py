@@ -460,10 +460,21 @@ class Array(FieldOp):
     def runs_to_end(self) -> bool:
         """Whether this is a list of compiled nested structs, always there each, read until the
         end of the region (a ``struct_run``, when the field itself is always there)."""
+        return _plain_region(self.region) and self._a_run()
+
+    def _a_run(self) -> bool:
         el = self.element
         return (not self.item_limits and self.until_end and self.count is None
-                and not self.index_used and _plain_region(self.region) and isinstance(el, Nested)
+                and not self.index_used and isinstance(el, Nested)
                 and isinstance(el.when, Always) and el.plan.compiled)
+
+    @property
+    def runs_to_its_size(self) -> bool:
+        """Whether this is a list of compiled nested structs, always there each, read until
+        the end of the size an earlier unsigned size field gives (AMQP's field tables)."""
+        r = self.region
+        return (r.length is None and r.prefix is None and r.size not in (None, "rest")
+                and "." not in str(r.size) and r.size_unsigned and self._a_run())
 
     @property
     def item_limits(self) -> bool:
@@ -474,7 +485,8 @@ class Array(FieldOp):
     @property
     def word(self) -> str:  # type: ignore[override]
         """``struct_run`` (in the C vocabulary) for a list of nested structs, always there and
-        compiled, read until the end of the region; ``struct_array`` for one counted by its
+        compiled, read until the end of the region (``struct_run_sized``: of its size field's);
+        ``struct_array`` for one counted by its
         ``count_of`` field; ``array`` for any other list. A list with a terminator or bounds
         has a word of its own, ``array_limited``, so that a C codec that learns plain arrays
         does not take these without learning what they check."""
@@ -483,6 +495,8 @@ class Array(FieldOp):
         el = self.element
         if unconditional(self.field) and self.runs_to_end:
             return "struct_run"
+        if unconditional(self.field) and self.runs_to_its_size:
+            return "struct_run_sized"
         if (unconditional(self.field) and self.count_from_field and self.count is not None
                 and self.count.text.strip().isidentifier() and not self.until_end
                 and not self.index_used and _plain_region(self.region)

@@ -209,9 +209,11 @@ class LayoutPlan:
 
 # The words of the rows a size row of the compiled codec can measure.
 _SIZED_WORDS = frozenset({"proto", vocabulary.ENVELOPE, "bytes", "signed_bytes", "switch",
-                          "directional_switch"})
+                          "directional_switch", "struct_run_sized"})
 # The words of the rows that are "switch" rows of the compiled codec.
 _SWITCH_WORDS = frozenset({"switch", "directional_switch"})
+# The sized rows the compiled codec writes right after their size row, then measures.
+_RIGHT_AFTER_SIZE = _SWITCH_WORDS | {"struct_run_sized"}
 # The rows whose values a compiled condition may read: integers always there.
 _INT_WORDS = frozenset({"int", "varint", "bool"})
 
@@ -232,16 +234,16 @@ def c_links_hold(ops: tuple[AnyFieldOp, ...]) -> bool:
             target = at.get(kind.target, -1)
             if target <= i or ops[target].word not in _SIZED_WORDS:
                 return False
-            if ops[target].word in _SWITCH_WORDS and target != i + 1:
+            if ops[target].word in _RIGHT_AFTER_SIZE and target != i + 1:
                 return False
-        sized_by = op.region.size if op.word in {*_SWITCH_WORDS, "signed_bytes"} and isinstance(
-            op, Switch | BytesOther) else None
+        sized_by = op.region.size if op.word in {*_RIGHT_AFTER_SIZE, "signed_bytes"} and (
+            isinstance(op, Switch | BytesOther | Array)) else None
         if sized_by is not None:
             size = at.get(sized_by, -1)
             measure = ops[size] if 0 <= size < i else None
             if not isinstance(measure, SizeOf) or measure.target != op.name:
                 return False
-            if op.word in _SWITCH_WORDS and size != i - 1:
+            if op.word in _RIGHT_AFTER_SIZE and size != i - 1:
                 return False
         if isinstance(op, Switch) and op.word in _SWITCH_WORDS:
             key = at.get(op.key, -1)

@@ -68,7 +68,8 @@ typedef struct {
    switch      obj {key: nested codec, or the class when it has none}, body_fields
                {class: (key, codec or None)}, index its size row or -1, number its key row
    switch_key  index its switch row; the value read is kept in values[] for the switch
-   struct_run  obj the nested codec
+   struct_run  obj the nested codec, index its size row (right before it) or -1 for a run to
+               the end of the region
    prefixed    width and flags the prefix's; number what follows: TEXT_BYTES, _UTF8, _MUTF8;
                obj NULL, or the value when no bytes remain (read only when some do)
    default     obj the value when the bytes are not there
@@ -986,6 +987,10 @@ static NOINLINE int decode_row(FrameCodecObject *c, const Row *r, PyObject *buf,
             break;
         }
         case OP_STRUCT_RUN: {
+            if (r->index >= 0) {  /* sized by the size row before it: its region ends there */
+                if (sizes[r->index] > end - pos) return -1;
+                end = pos + sizes[r->index];
+            }
             PyObject *list = PyList_New(0);
             if ((values[i] = list) == NULL) return -1;
             while (pos < end) {
@@ -1836,11 +1841,13 @@ static int encode_struct_p(FrameCodecObject *c, PyObject *obj, Out *o, int depth
             const Row *t = &c->rows[r->index];
             PyObject *v = slot(obj, t->offset);
             if (v == NULL) goto done;  /* a slot left empty: the Python code raises */
-            if (t->op == OP_SWITCH) {
+            if (t->op == OP_SWITCH || t->op == OP_STRUCT_RUN) {
                 /* Right after its size (check_row): written in place, measured, filled in. */
                 if (out_uint(o, 0, r->width, r->flags) < 0) goto done;
                 Py_ssize_t start = o->len;
-                if (encode_switch_body(t, v, o, depth) < 0) goto done;
+                int rc = t->op == OP_SWITCH ? encode_switch_body(t, v, o, depth)
+                                            : encode_row(c, t, obj, o, counts, depth);
+                if (rc < 0) goto done;
                 Py_ssize_t size = o->len - start;
                 if (!size_fits(r, size)) goto done;
                 write_uint((unsigned char *)o->data + at[i], (unsigned long long)size, r->width,
@@ -2413,11 +2420,12 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
     if (r->op == OP_SIZE) {
         if (r->index <= i || r->index >= self->nrows) return bad_row(i, "size of a later row");
         Row *t = &self->rows[r->index];
-        if ((t->op != OP_PROTO && t->op != OP_BYTES && t->op != OP_SWITCH) || t->index != i)
-            return bad_row(i, "the measured row must be protobuf, bytes or a switch sized by "
-                              "this one");
-        if (t->op == OP_SWITCH && r->index != i + 1)
-            return bad_row(i, "a switch comes right after its size");
+        if ((t->op != OP_PROTO && t->op != OP_BYTES && t->op != OP_SWITCH
+             && t->op != OP_STRUCT_RUN) || t->index != i)
+            return bad_row(i, "the measured row must be protobuf, bytes, a switch or a "
+                              "struct_run sized by this one");
+        if ((t->op == OP_SWITCH || t->op == OP_STRUCT_RUN) && r->index != i + 1)
+            return bad_row(i, "a switch or struct_run comes right after its size");
     }
     if (r->op == OP_SWITCH) {
         if (r->obj == NULL || !PyDict_Check(r->obj) || r->body_fields == NULL)
@@ -2436,6 +2444,9 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
     if ((r->op == OP_STRUCT_RUN || r->op == OP_STRUCT_ARRAY)
             && (r->obj == NULL || Py_TYPE(r->obj) != &FrameCodec_Type))
         return bad_row(i, "needs the nested struct's codec");
+    if (r->op == OP_STRUCT_RUN && r->index >= 0
+            && (r->index != i - 1 || self->rows[r->index].op != OP_SIZE))
+        return bad_row(i, "a sized struct_run comes right after its size row");
     if (r->op == OP_COUNT_OF && (r->index <= i || r->index >= self->nrows
                                  || (self->rows[r->index].op != OP_STRUCT_ARRAY
                                      && self->rows[r->index].op != OP_ARRAY_ARGS)

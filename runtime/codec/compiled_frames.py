@@ -62,7 +62,8 @@ if _framecodec is not None:
 #                   decode_from, extra (the key row's name, the size row's name or None, the
 #                   table from case class to key)
 #   op "switch_key": the key of the switch row naming it
-#   op "struct_run": nested structs (ref their class) up to the end of the region, as a list
+#   op "struct_run": nested structs (ref their class) up to the end of the region, as a list;
+#                   "struct_run_sized": the same up to the size of the size row named by extra
 #   op "prefixed":  bytes ("bytes"), text ("utf8", "mutf8") as ref says, after a length prefix
 #                   of type int_type ("varint" for a varint); "prefixed_default": the same,
 #                   read when bytes remain, extra (its default) when not
@@ -285,6 +286,7 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any],
                 attr, slot = _program(steps, index), None
         elif op == "struct_run":
             obj = codecs[ref]
+            at = -1 if extra is None else index[extra]
         elif op == "prefixed":
             number, obj = _TEXT_KINDS[ref], extra
         elif op == "default":

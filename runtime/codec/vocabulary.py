@@ -148,6 +148,9 @@ FRAME_ALIASES: Final = MappingProxyType({
     # A switch decoding another struct each way: a "switch" row without decoders (its struct
     # decodes through the Python methods, which take the direction), so it only encodes.
     "directional_switch": "switch",
+    # Nested structs one after another filling the size of the size row right before them
+    # (AMQP's field tables): a "struct_run" row naming that size row.
+    "struct_run_sized": "struct_run",
 })
 FRAME_PRESENCE: Final = ("always", "remaining", "peek")
 # The integer widths, in bytes, the frame codec reads and writes (3: u24/i24, MariaDB's packet

@@ -5,7 +5,9 @@ An integer of named bits (``bits:``) is a ``bits`` row and one ``bit_field`` row
 small integers and enum members, reserved bits that must be zero, parts packed from a
 ``value:`` (``has(x)``, ``len(x)``, an ``if``/``else``), and conditions, guards and values
 reading the parts (AMQP's property flags, WebSocket's 7-bit length). AMQP's method frame is
-a switch on a key derived from two value rows (``derived_key``). Each is checked as
+a switch on a key derived from two value rows (``derived_key``), and its field tables runs of
+nested structs filling the size of a size field before them (``struct_run_sized``). Each is
+checked as
 ``test_compiled_frame_ops_examples.py`` checks its rows: the same bytes, values and errors
 with both codecs on random values, odd values, every truncation and random damage, and
 well-formed frames never reach the Python methods.
@@ -124,6 +126,12 @@ structs:
         type: switch
         on: op
         cases: {0x0101: A, 0x0102: B, 0x0201: Flags}
+  Table:
+    doc: Items filling the size before them (AMQP's field tables).
+    fields:
+      - {name: size, type: u16, size_of: items}
+      - {name: items, type: array, of: Call, until_end: true}
+      - {name: after, type: u8}
 frame:
   name: Frame
   doc: A kind, a size and the body the kind chooses.
@@ -133,12 +141,15 @@ frame:
     - name: body
       type: switch
       on: kind
-      cases: {1: Flags, 2: Props, 3: Sized, 4: Call, 5: Wide}
+      cases: {1: Flags, 2: Props, 3: Sized, 4: Call, 5: Wide, 6: Table}
 """
 
 _AMQP_COMPILED = ("Method", "BasicPublish", "BasicDeliver", "BasicGet", "BasicGetOk",
                   "BasicGetEmpty", "BasicAck", "ChannelOpen", "ChannelOpenOk",
-                  "ConnectionOpen", "ConnectionOpenOk", "Frame")
+                  "ConnectionOpen", "ConnectionOpenOk", "Frame", "ContentHeader",
+                  "QueueDeclare", "BasicConsume", "ConnectionStart", "ConnectionStartOk",
+                  "FieldTable", "FieldArray", "FieldTable1", "FieldArray1", "FieldTable2",
+                  "FieldArray2", "TableValue1", "ArrayValue1")
 
 
 @pytest.fixture(scope="module")
@@ -147,7 +158,7 @@ def m(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
 
 
 def test_bit_fields_and_derived_keys_are_compiled(m: ModuleType) -> None:
-    for name in ("Frame", "Flags", "Wide", "Props", "Sized", "A", "B", "Call"):
+    for name in ("Frame", "Flags", "Wide", "Props", "Sized", "A", "B", "Call", "Table"):
         assert compiled.is_compiled(getattr(m, name)), name
     for name in _AMQP_COMPILED:
         assert compiled.is_compiled(getattr(amqp, name)), name
@@ -160,7 +171,10 @@ _text = st.text(st.characters(blacklist_categories=["Cs"]), max_size=20)
 
 @st.composite
 def _bodies(draw: st.DrawFn, m: ModuleType) -> Any:
-    kind = draw(st.sampled_from(["flags", "wide", "props", "sized", "call"]))
+    kind = draw(st.sampled_from(["flags", "wide", "props", "sized", "call", "table"]))
+    if kind == "table":
+        return m.Table(items=draw(st.lists(_calls(m), max_size=4)), after=draw(
+            st.integers(0, 255)))
     if kind == "flags":
         return _flags(m, draw)
     if kind == "wide":
@@ -174,9 +188,52 @@ def _bodies(draw: st.DrawFn, m: ModuleType) -> Any:
         return m.Sized(flag=draw(st.booleans()),
                        data=draw(st.binary(max_size=130) | st.sampled_from(
                            [b"\x01" * 125, b"\x02" * 126, b"\x03" * 300])))
+    return draw(_calls(m))
+
+
+@st.composite
+def _calls(draw: st.DrawFn, m: ModuleType) -> Any:
     body = draw(st.sampled_from(["a", "b", "flags"]))
     return m.Call(body=m.A(x=draw(st.integers(0, 255))) if body == "a" else m.B(
         y=draw(st.integers(0, 2**16 - 1))) if body == "b" else _flags(m, draw))
+
+
+# AMQP's field values: scalars and strings, and tables and arrays of them two deep.
+_SCALARS: list[tuple[str, st.SearchStrategy[Any]]] = [
+    ("BoolValue", st.booleans()), ("I8Value", st.integers(-128, 127)),
+    ("U8Value", st.integers(0, 255)), ("I16Value", st.integers(-2**15, 2**15 - 1)),
+    ("U16Value", st.integers(0, 2**16 - 1)), ("I32Value", st.integers(-2**31, 2**31 - 1)),
+    ("U32Value", st.integers(0, 2**32 - 1)), ("I64Value", st.integers(-2**63, 2**63 - 1)),
+    ("U64Value", st.integers(0, 2**64 - 1)), ("F64Value", st.floats(allow_nan=False)),
+    ("LongStringValue", st.binary(max_size=20)), ("TimestampValue", st.integers(0, 2**64 - 1)),
+    ("ByteArrayValue", st.binary(max_size=5))]
+
+
+def _field_values(depth: int) -> st.SearchStrategy[Any]:
+    suffix = "" if depth == 0 else str(depth)
+    value_cls = getattr(amqp, f"FieldValue{suffix}")
+    scalars = st.one_of([st.builds(getattr(amqp, name), value=strategy)
+                         for name, strategy in _SCALARS]
+                        + [st.just(amqp.VoidValue()),
+                           st.builds(lambda s, v: amqp.DecimalValue(scale=s, value=v),
+                                     st.integers(0, 255), st.integers(-2**31, 2**31 - 1))])
+    if depth < 2:
+        inner = _field_values(depth + 1)
+        table_cls, array_cls = (getattr(amqp, f"FieldTable{depth + 1}"),
+                                getattr(amqp, f"FieldArray{depth + 1}"))
+        entry_cls = getattr(amqp, f"FieldEntry{depth + 1}")
+        scalars = scalars | st.builds(
+            lambda entries: getattr(amqp, f"TableValue{depth + 1}")(value=table_cls(
+                entries=[entry_cls(name=k, value=v) for k, v in entries])),
+            st.lists(st.tuples(_text, inner), max_size=3)) | st.builds(
+            lambda items: getattr(amqp, f"ArrayValue{depth + 1}")(value=array_cls(
+                items=items)), st.lists(inner, max_size=3))
+    return scalars.map(lambda v: value_cls(value=v))
+
+
+_tables = st.lists(st.tuples(_text, _field_values(0)), max_size=4).map(
+    lambda entries: amqp.FieldTable(entries=[amqp.FieldEntry(name=k, value=v)
+                                             for k, v in entries]))
 
 
 def _flags(m: ModuleType, draw: st.DrawFn) -> Any:
@@ -201,9 +258,9 @@ def test_random_frames_round_trip_the_same_with_both_codecs(m: ModuleType,
 
 @settings(max_examples=scaled(100), deadline=None)
 @given(mandatory=st.booleans(), immediate=st.booleans(), exchange=_text, key=_text,
-       tag=st.integers(0, 2**64 - 1), props=st.lists(st.booleans(), min_size=6, max_size=6))
+       tag=st.integers(0, 2**64 - 1))
 def test_random_amqp_methods_round_trip(mandatory: bool, immediate: bool, exchange: str,
-                                        key: str, tag: int, props: list[bool]) -> None:
+                                        key: str, tag: int) -> None:
     for args in (amqp.BasicPublish(exchange=exchange, routing_key=key, mandatory=mandatory,
                                    immediate=immediate),
                  amqp.BasicAck(delivery_tag=tag, multiple=mandatory),
@@ -212,11 +269,42 @@ def test_random_amqp_methods_round_trip(mandatory: bool, immediate: bool, exchan
                  amqp.BasicGetOk(delivery_tag=tag, redelivered=mandatory, exchange=exchange,
                                  routing_key=key, message_count=tag & 0xFFFFFFFF),
                  amqp.ChannelOpen(), amqp.ConnectionOpen(virtual_host=key, reserved_2=immediate)):
-        frame = amqp.Frame(channel=tag & 0xFFFF, payload=amqp.Method(arguments=args))
-        assert same(frame.encode)[0] == "value"
-        wire = frame.encode()
-        assert same_decodes(amqp.Frame, wire) == "value"
-        assert amqp.Frame.decode(wire) == frame
+        _amqp_round_trip(amqp.Method(arguments=args), tag)
+
+
+def _amqp_round_trip(payload: Any, channel: int) -> None:
+    frame = amqp.Frame(channel=channel & 0xFFFF, payload=payload)
+    assert same(frame.encode)[0] == "value"
+    wire = frame.encode()
+    assert same_decodes(amqp.Frame, wire) == "value"
+    assert amqp.Frame.decode(wire) == frame
+
+
+@settings(max_examples=scaled(150), deadline=None)
+@given(table=_tables, props=st.lists(st.booleans(), min_size=14, max_size=14),
+       text=_text, number=st.integers(0, 255), big=st.integers(0, 2**64 - 1))
+def test_random_field_tables_and_content_headers_round_trip(
+        table: Any, props: list[bool], text: str, number: int, big: int) -> None:
+    """Tables of every kind of value, nested two deep, in the methods that carry them, and
+    content headers with every mix of properties."""
+    values: list[Any] = [text, text, table, number, number, text, text, text, text, big, text,
+                         text, text, text]
+    names = ("content_type", "content_encoding", "headers", "delivery_mode", "priority",
+             "correlation_id", "reply_to", "expiration", "message_id", "timestamp", "type",
+             "user_id", "app_id", "cluster_id")
+    header = amqp.ContentHeader(class_id=60, body_size=big, **{
+        name: value if on else None for name, value, on in zip(names, values, props,
+                                                               strict=True)})
+    _amqp_round_trip(header, number)
+    for args in (amqp.QueueDeclare(queue=text, no_wait=props[0], auto_delete=props[1],
+                                   exclusive=props[2], durable=props[3], passive=props[4],
+                                   arguments=table),
+                 amqp.BasicConsume(queue=text, consumer_tag=text, no_wait=props[5],
+                                   exclusive=props[6], no_ack=props[7], no_local=props[8],
+                                   arguments=table),
+                 amqp.ConnectionStartOk(client_properties=table, mechanism="PLAIN",
+                                        response=b"\x00u\x00p", locale=text)):
+        _amqp_round_trip(amqp.Method(arguments=args), big)
 
 
 def test_the_bench_frames_agree() -> None:
@@ -246,6 +334,23 @@ def _samples(m: ModuleType) -> list[tuple[Any, bytes]]:
     out += [(type(b), b.encode()) for b in bodies]
     method = amqp.Frame(channel=1, payload=amqp.Method(arguments=amqp.BasicPublish(
         exchange="ex", routing_key="rk", mandatory=True, immediate=False)))
+    table = amqp.FieldTable(entries=[
+        amqp.FieldEntry(name="b", value=amqp.FieldValue(value=amqp.BoolValue(value=True))),
+        amqp.FieldEntry(name="t", value=amqp.FieldValue(value=amqp.TableValue1(
+            value=amqp.FieldTable1(entries=[amqp.FieldEntry1(name="n", value=amqp.FieldValue1(
+                value=amqp.I32Value(value=-5)))])))),
+        amqp.FieldEntry(name="a", value=amqp.FieldValue(value=amqp.ArrayValue1(
+            value=amqp.FieldArray1(items=[amqp.FieldValue1(value=amqp.LongStringValue(
+                value=b"s")), amqp.FieldValue1(value=amqp.U8Value(value=9))]))))])
+    header = amqp.ContentHeader(class_id=60, body_size=5, content_type="text/plain",
+                                headers=table, delivery_mode=2, timestamp=7, cluster_id="c")
+    out += [(amqp.FieldTable, table.encode()), (amqp.ContentHeader, header.encode()),
+            (amqp.Frame, amqp.Frame(channel=1, payload=header).encode()),
+            (amqp.Method, amqp.Method(arguments=amqp.QueueDeclare(
+                queue="q", no_wait=False, auto_delete=True, exclusive=False, durable=True,
+                passive=False, arguments=table)).encode()),
+            (m.Table, m.Table(items=[m.Call(body=m.A(x=1)), m.Call(body=m.B(y=2))],
+                              after=3).encode())]
     out += [(amqp.Frame, method.encode()), (amqp.Method, method.payload.encode()),
             (amqp.Method, amqp.Method(arguments=amqp.ChannelOpenOk()).encode()),
             (amqp.Method, amqp.Method(arguments=amqp.BasicAck(delivery_tag=9,

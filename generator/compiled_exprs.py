@@ -44,15 +44,18 @@ class _NoProgram(Exception):
     pass
 
 
-def program(expr: Expr, extended: bool = False,
-            attributes: bool = False) -> tuple[Step, ...] | None:
+def program(expr: Expr, extended: bool = False, attributes: bool = False,
+            presence: bool = False) -> tuple[Step, ...] | None:
     """The postfix program of ``expr``, or None if it has no program (or one too deep).
 
     ``attributes``: ``name.attr`` (an attribute of an earlier field's message) is an ``attr``
     step and ``len(name)`` (of earlier bytes) a ``len`` step, which only the guarded rows
-    (``guard_program``) evaluate; otherwise such an expression has no program."""
+    (``guard_program``) evaluate; otherwise such an expression has no program.
+    ``presence`` (with ``extended``): ``has(name)`` and ``len(name)`` are ``has`` and ``len``
+    steps, for the programs run on encode only (``value:`` of a value or bit field row),
+    where every stored field is there."""
     try:
-        steps = tuple(_Lowering(extended, attributes).lower(expr.tree.body))
+        steps = tuple(_Lowering(extended, attributes, presence).lower(expr.tree.body))
     except _NoProgram:
         return None
     return steps if depth(steps) <= MAX_DEPTH else None
@@ -87,9 +90,11 @@ def _const(node: ast.expr) -> int:
 class _Lowering:
     """Lowers one expression; ``extended`` and ``attributes`` as for :func:`program`."""
 
-    def __init__(self, extended: bool, attributes: bool = False) -> None:
+    def __init__(self, extended: bool, attributes: bool = False,
+                 presence: bool = False) -> None:
         self.extended = extended
         self.attributes = attributes
+        self.presence = presence and extended
 
     def lower(self, node: ast.expr) -> list[Step]:
         lower = self.lower
@@ -100,17 +105,19 @@ class _Lowering:
                 return [("field", name)]
             # has(x), as the expression parser spells it: x is not None.
             case ast.Compare(left=ast.Name(id=name), ops=[ast.IsNot()],
-                             comparators=[ast.Constant(value=None)]) if not self.extended:
+                             comparators=[ast.Constant(value=None)]) if (
+                    not self.extended or self.presence):
                 return [("has", name)]
             case ast.Compare(left=ast.Name(id=name), ops=[ast.Is()],
-                             comparators=[ast.Constant(value=None)]) if not self.extended:
+                             comparators=[ast.Constant(value=None)]) if (
+                    not self.extended or self.presence):
                 return [("has", name), ("not", None)]
             case ast.Attribute(value=ast.Name(id=name), attr=attr) if (
                     self.attributes and name != "len" and not name.startswith("_")
                     and not attr.startswith("_")):
                 return [("attr", f"{name}.{attr}")]
             case ast.Call(func=ast.Name(id="len"), args=[ast.Name(id=name)], keywords=[]) if (
-                    self.attributes and not name.startswith("_")):
+                    (self.attributes or self.presence) and not name.startswith("_")):
                 return [("len", name)]
             case ast.Constant():
                 return [("const", _const(node))]

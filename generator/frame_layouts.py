@@ -44,12 +44,14 @@ from protoframe.generator.layout_ops import (
     ReadBool,
     ReadFloat,
     ReadInt,
+    ReadPacked,
     ReadUuid,
     ReadVarint,
     Region,
     SizeOf,
     SizeRest,
     String,
+    SubField,
     Switch,
     WithArgs,
     kind_op,
@@ -120,9 +122,11 @@ def _more_rows(op: FieldOp, head: str, ref: Callable[[MessageType], str]) -> str
             return f"{head}, None, {decoders}, ({q(key)}, {size}, {tables}_CODES))"
         case Computed(inner=ReadInt(int_type=t)) if op.word == "switch_key":
             return f"{head}, {q(t.name)}, None, None)"  # its switch row names it
-        case Array(element=Nested(plan=plan), region=region) if op.word == "struct_run":
-            size = q(region.size) if region.size is not None else "None"
-            return f"{head}, None, {plan.name}, {size})"
+        case Array(element=Nested(plan=plan)) if op.word == "struct_run":
+            return f"{head}, None, {plan.name}, None)"
+        case Array(element=Nested(plan=plan), region=Region(size=str(size))) if (
+                op.word == "struct_run_sized"):
+            return f"{head}, None, {plan.name}, {q(size)})"
         case Prefix(inner=inner) if op.word in ("prefixed", "prefixed_default"):
             prefix = inner.region.prefix if isinstance(inner, BytesOther | String) else None
             if prefix is None or prefix == "lenenc":  # not "prefixed": see Prefix.word
@@ -152,8 +156,8 @@ def _more_rows(op: FieldOp, head: str, ref: Callable[[MessageType], str]) -> str
                 op.word == "lenenc"):
             kind = inner.encoding if isinstance(inner, String) else "bytes"
             return f"{head}, None, {q(kind)}, {r.nullable})"
-        case ConstBytes(wire=wire) | FixedLength(inner=ConstBytes(wire=wire)) if (
-                op.word == "const_bytes"):
+        case ConstBytes(wire=wire) | FixedLength(inner=ConstBytes(wire=wire)) | Prefix(
+                inner=ConstBytes(wire=wire)) if op.word == "const_bytes":
             return f"{head}, None, {bytes_literal(wire)}, None)"
         case FixedLength(inner=BytesOther() | String() as inner, length=length) if (
                 op.word == "fixed"):
@@ -216,12 +220,13 @@ def _guard_program_text(expr: Expr) -> str:
     return f"({text}{',' if len(steps) == 1 else ''})"
 
 
-def _program_text(exprs: list[Expr], params: list[str]) -> str:
+def _program_text(exprs: list[Expr], params: list[str], presence: bool = False) -> str:
     """The table's program running ``exprs`` one after another (leaving a value each): its
-    (word, argument) steps, a param by its number."""
+    (word, argument) steps, a param by its number; ``presence``: a program run on encode only
+    (``has`` and ``len`` steps)."""
     steps = []
     for expr in exprs:
-        for word, arg in program(expr, extended=True) or ():
+        for word, arg in program(expr, extended=True, presence=presence) or ():
             if word == "field" and arg in params:
                 word, arg = "param", params.index(str(arg))
             steps.append(f"({q(word)}, {q(arg) if isinstance(arg, str) else arg})")
@@ -244,8 +249,30 @@ def _tank_rows(op: AnyFieldOp, params: list[str]) -> list[str] | None:
         return [_kind_row(kind_op(op), op, [e for e, _ in progs], params)]
     if op.word == "size_of_struct":
         return [f"({q('size_of_struct')}, {name}, {q('varint')}, {q(f.size_of or '')}, None)"]
+    bits = _bits_row(op, params)
+    if bits is not None:
+        return [bits]
     if isinstance(op, NestedOther) and op.word == "struct_sized" and op.plan is not None:
         return [f"({q('struct_sized')}, {name}, None, {op.plan.name}, {q(op.region.size or '')})"]
+    return None
+
+
+def _bits_row(op: AnyFieldOp, params: list[str]) -> str | None:
+    """The row of an integer of bit fields, of one of its parts, or of a derived switch key;
+    None for the other operations."""
+    name = q(op.name)
+    f = op.field
+    match op:
+        case Computed(inner=ReadPacked(int_type=t, reserved=reserved)) if op.word == "bits":
+            return f"({q('bits')}, {name}, {q(t.name)}, {reserved:#x}, None)"
+        case SubField(container=container, shift=shift, width=width) if (
+                op.word == "bit_field"):
+            value = "None" if f.value is None else _program_text([f.value], params, True)
+            enum = op.enum if op.enum is not None else "None"
+            return (f"({q('bit_field')}, {name}, None, ({q(container)}, {shift}, {width}), "
+                    f"({op.as_bool}, {enum}, {value}))")
+        case Bits(expr=expr) if op.word == "derived_key":
+            return f"({q('derived_key')}, {name}, None, {_program_text([expr], params)}, None)"
     return None
 
 
@@ -254,7 +281,8 @@ def _kind_row(inner: KindOp, op: AnyFieldOp, progs: list[Expr], params: list[str
     are ``progs``."""
     name = q(op.name)
     f = op.field
-    joined = _program_text(progs, params)
+    # A value: runs on encode only, where has() and len() of a stored field are there.
+    joined = _program_text(progs, params, f.value is not None and not isinstance(op, Bits))
     if isinstance(op, Bits):
         return f"({q('derive')}, {name}, None, {joined}, {op.as_bool})"
     if f.value is not None:

@@ -460,23 +460,21 @@ class Array(FieldOp):
     def runs_to_end(self) -> bool:
         """Whether this is a list of compiled nested structs, always there each, read until the
         end of the region (a ``struct_run``, when the field itself is always there)."""
+        return _plain_region(self.region) and self._a_run()
+
+    def _a_run(self) -> bool:
         el = self.element
         return (not self.item_limits and self.until_end and self.count is None
-                and not self.index_used and _plain_region(self.region) and isinstance(el, Nested)
+                and not self.index_used and isinstance(el, Nested)
                 and isinstance(el.when, Always) and el.plan.compiled)
 
     @property
     def runs_to_its_size(self) -> bool:
-        """Whether this is a list of compiled nested structs, always there each, read until the
-        end of the bytes its size field (of this struct, written first) measures: a
-        ``struct_run`` row right after that size's row (``layout_plan.c_links_hold``)."""
-        el = self.element
+        """Whether this is a list of compiled nested structs, always there each, read until
+        the end of the size an earlier unsigned size field gives (AMQP's field tables)."""
         r = self.region
-        return (not self.item_limits and self.until_end and self.count is None
-                and not self.index_used and r.length is None and r.prefix is None
-                and r.size is not None and r.size != "rest" and "." not in r.size
-                and r.size_written_first and isinstance(el, Nested)
-                and isinstance(el.when, Always) and el.plan.compiled)
+        return (r.length is None and r.prefix is None and r.size not in (None, "rest")
+                and "." not in str(r.size) and r.size_unsigned and self._a_run())
 
     @property
     def item_limits(self) -> bool:
@@ -487,7 +485,7 @@ class Array(FieldOp):
     @property
     def word(self) -> str:  # type: ignore[override]
         """``struct_run`` (in the C vocabulary) for a list of nested structs, always there and
-        compiled, read until the end of the region or of the bytes its size field measures;
+        compiled, read until the end of the region (``struct_run_sized``: of its size field's);
         ``int_array`` for fixed-width integers counted by their ``count_of`` field;
         ``struct_array`` for one counted by its
         ``count_of`` field; ``array`` for any other list. A list with a terminator or bounds
@@ -496,8 +494,10 @@ class Array(FieldOp):
         if self.item_limits:
             return "array_limited"
         el = self.element
-        if unconditional(self.field) and (self.runs_to_end or self.runs_to_its_size):
+        if unconditional(self.field) and self.runs_to_end:
             return "struct_run"
+        if unconditional(self.field) and self.runs_to_its_size:
+            return "struct_run_sized"
         counted = (unconditional(self.field) and self.count_from_field and self.count is not None
                    and self.count.text.strip().isidentifier() and not self.until_end
                    and not self.index_used and _plain_region(self.region))
@@ -556,8 +556,10 @@ class Bits(FieldOp):
     @property
     def word(self) -> str:  # type: ignore[override]
         """``derive`` (in the C vocabulary) when the expression has a program
-        (``compiled_exprs``); ``derive_other`` otherwise."""
-        return "derive" if program(self.expr, extended=True) is not None else "derive_other"
+        (``compiled_exprs``), ``derived_key`` for a switch's key; ``derive_other`` otherwise."""
+        if program(self.expr, extended=True) is None:
+            return "derive_other"
+        return "derived_key" if self.field.is_switch_key else "derive"
 
 
 @dataclass(frozen=True)
@@ -607,12 +609,22 @@ class SubField(FieldOp):
     ``container``, ``shift`` bits above bit 0; ``as_bool``: a one-bit flag; ``enum``: the
     spec enum a stored value is decoded as."""
 
-    word: ClassVar[str] = "bit_field"
     container: str
     shift: int
     width: int
     as_bool: bool
     enum: str | None = None
+
+    @property
+    def word(self) -> str:  # type: ignore[override]
+        """``bit_field`` (in the C vocabulary), unless its ``value:`` has no program run on
+        encode or it is computed otherwise (``bit_field_other``)."""
+        f = self.field
+        if f.value is not None and program(f.value, extended=True, presence=True) is None:
+            return "bit_field_other"
+        if f.value is None and f.computed:
+            return "bit_field_other"  # a switch's key: the codec finds it from the body
+        return "bit_field"
 
 
 @dataclass(frozen=True)
@@ -727,6 +739,10 @@ class Computed(Wrap):
         ``value_other`` for another ``value:``."""
         if self.how in ("switch_key", "count_of") and not isinstance(self.inner, ReadInt):
             return f"{self.how}_other"
+        if self.how == "value" and isinstance(self.inner, ReadPacked):
+            # An integer of bit fields: the C codec packs it from its parts (its value:).
+            t = self.inner.int_type
+            return "bits" if t.width in (1, 2, 4, 8) and not t.signed else "value_other"
         if len_value(self) is not None:
             return "len_value"
         if self.how == "value":
@@ -737,7 +753,7 @@ class Computed(Wrap):
 def value_row(f: FrameField, inner: KindOp) -> bool:
     """Whether ``f`` (with ``value:``, of kind ``inner``) is a value row of the compiled
     codec: a fixed-width integer or a plain varint, nothing but its value computed."""
-    if f.value is None or program(f.value, extended=True) is None:
+    if f.value is None or program(f.value, extended=True, presence=True) is None:
         return False
     if (f.const is not None or f.size_of is not None or f.count_of is not None
             or f.checksum is not None or f.size_range is not None or f.is_switch_key
@@ -824,6 +840,8 @@ class Prefix(Wrap):
         message, always there, after a varint length (TubeMQ's parts); ``prefix`` otherwise."""
         inner = self.inner
         f = self.field
+        if isinstance(inner, ConstBytes):
+            return inner.word  # its prefix is part of its wire form
         match inner:
             case BytesOther(region=r) | String(region=r) if (
                     (isinstance(r.prefix, IntType) and r.prefix.width in vocabulary.FRAME_INT_WIDTHS

@@ -209,11 +209,11 @@ class LayoutPlan:
 
 # The words of the rows a size row of the compiled codec can measure.
 _SIZED_WORDS = frozenset({"proto", vocabulary.ENVELOPE, "bytes", "signed_bytes", "switch",
-                          "directional_switch", "struct_run"})
+                          "directional_switch", "struct_run_sized"})
 # The words of the rows that are "switch" rows of the compiled codec.
 _SWITCH_WORDS = frozenset({"switch", "directional_switch"})
-# The sized rows the encoder writes in place right after their size, which it then fills in.
-_RIGHT_AFTER_SIZE_WORDS = _SWITCH_WORDS | {"struct_run"}
+# The sized rows the compiled codec writes right after their size row, then measures.
+_RIGHT_AFTER_SIZE = _SWITCH_WORDS | {"struct_run_sized"}
 # The rows whose values a compiled condition may read: integers always there.
 _INT_WORDS = frozenset({"int", "varint", "bool"})
 
@@ -234,21 +234,27 @@ def c_links_hold(ops: tuple[AnyFieldOp, ...]) -> bool:
             target = at.get(kind.target, -1)
             if target <= i or ops[target].word not in _SIZED_WORDS:
                 return False
-            if ops[target].word in _RIGHT_AFTER_SIZE_WORDS and target != i + 1:
+            if ops[target].word in _RIGHT_AFTER_SIZE and target != i + 1:
                 return False
-        sized_by = op.region.size if op.word in {*_RIGHT_AFTER_SIZE_WORDS, "signed_bytes"} \
-            and isinstance(op, Switch | BytesOther | Array) else None
+        sized_by = op.region.size if op.word in {*_RIGHT_AFTER_SIZE, "signed_bytes"} and (
+            isinstance(op, Switch | BytesOther | Array)) else None
         if sized_by is not None:
             size = at.get(sized_by, -1)
             measure = ops[size] if 0 <= size < i else None
             if not isinstance(measure, SizeOf) or measure.target != op.name:
                 return False
-            if op.word in _RIGHT_AFTER_SIZE_WORDS and size != i - 1:
+            if op.word in _RIGHT_AFTER_SIZE and size != i - 1:
                 return False
         if isinstance(op, Switch) and op.word in _SWITCH_WORDS:
             key = at.get(op.key, -1)
-            if not 0 <= key < i or ops[key].word != "switch_key":
+            if not 0 <= key < i or ops[key].word not in ("switch_key", "derived_key"):
                 return False
+        if op.word == "derived_key" and not any(
+                isinstance(o, Switch) and o.key == op.name and o.word in _SWITCH_WORDS
+                for o in ops[i + 1:]):
+            return False
+        if isinstance(op, SubField) and op.word == "bit_field" and not _after_its_bits(ops, i):
+            return False
         if isinstance(op, Condition) and op.word in ("condition", "struct_run_when"):
             steps = program(op.expr) or ()
             names = [str(arg) for word, arg in steps if word == "field"]
@@ -292,6 +298,16 @@ def c_links_hold(ops: tuple[AnyFieldOp, ...]) -> bool:
     return True
 
 
+def _after_its_bits(ops: tuple[AnyFieldOp, ...], i: int) -> bool:
+    """Whether the bit field ``ops[i]`` follows its bits row, after its other parts only."""
+    sub = ops[i]
+    assert isinstance(sub, SubField)
+    k = i - 1
+    while k >= 0 and isinstance(ops[k], SubField) and ops[k].container == sub.container:  # type: ignore[union-attr]
+        k -= 1
+    return k >= 0 and ops[k].name == sub.container and ops[k].word == "bits"
+
+
 # The rows holding a protobuf message whose integer attributes a guarded row may read.
 _MESSAGE_WORDS = frozenset({"proto_prefixed", "proto"})
 
@@ -328,8 +344,11 @@ _READABLE = {"int": "int", "varint": "int", "bool": "bool", "condition": "int", 
 
 def _readable(op: AnyFieldOp) -> str | None:
     """What a program reading ``op``'s row reads: "int", "bool", or None if it may not."""
-    if isinstance(op, Bits) and op.word == "derive":
+    if isinstance(op, Bits) and op.word in ("derive", "derived_key"):
         return "bool" if op.as_bool else "int"
+    if isinstance(op, SubField) and op.word == "bit_field":
+        # An enum's member is an int subclass the C programs do not read.
+        return "bool" if op.as_bool else "int" if op.enum is None else None
     if isinstance(op, Condition) and op.word == "guard" and isinstance(op.inner,
                                                                        ReadInt | ReadVarint):
         return "int"
@@ -362,8 +381,10 @@ def row_programs(op: AnyFieldOp) -> list[tuple[Expr, ProgramUse]] | None:
     if (isinstance(op, Computed) and op.word == "value" or op.word == "guard") and (
             f.value is not None):
         out.append((f.value, "value"))
-    if isinstance(op, Bits) and op.word == "derive":
+    if isinstance(op, Bits) and op.word in ("derive", "derived_key"):
         out.append((op.expr, ""))
+    if isinstance(op, SubField) and op.word == "bit_field" and f.value is not None:
+        out.append((f.value, "value"))
     nested = inner.element if isinstance(inner, Array) else inner
     if f.args and isinstance(nested, Nested | NestedOther) and nested.plan is not None and (
             op.word in ("guard", "struct_args", "array_args")):
@@ -383,13 +404,15 @@ def programs_hold(plan: LayoutPlan) -> bool:
     params = {p.name for p in plan.struct.params}
     at = {op.name: i for i, op in enumerate(ops)}
     stored = {op.name for op in ops if _readable(op) is not None and not _value_row(op)}
+    # A value's program runs on encode, after the derived keys are found from their bodies.
+    keys = {op.name for op in ops if op.word == "derived_key"}
     kinds: dict[str, str] = {}
     for i, op in enumerate(ops):
         exprs = row_programs(op)
         if exprs is None:
             return False
         for expr, use in exprs:
-            steps = program(expr, extended=True)
+            steps = program(expr, extended=True, presence=use == "value")
             if steps is None:
                 return False
             for word, arg in steps:
@@ -397,9 +420,11 @@ def programs_hold(plan: LayoutPlan) -> bool:
                 if word == "index" and use != "item_args":
                     return False
                 if word == "field" and not (name in kinds or (name in params and name not in at)
-                                            or (use == "value" and name in stored)):
+                                            or (use == "value" and name in stored | keys)):
                     return False
-        if isinstance(op, Bits) and op.word == "derive" and not op.as_bool and (
+                if word in ("has", "len") and not _presence_reads(ops, at, name, word):
+                    return False
+        if isinstance(op, Bits) and op.word in ("derive", "derived_key") and not op.as_bool and (
                 result_kind(op.expr, kinds) != "int"):
             return False
         if not _tank_links_hold(op, ops, at, params, i):
@@ -407,6 +432,24 @@ def programs_hold(plan: LayoutPlan) -> bool:
         kind = _readable(op)
         if kind is not None:
             kinds[op.name] = kind
+    return True
+
+
+def _presence_reads(ops: tuple[AnyFieldOp, ...], at: dict[str, int], name: str,
+                    word: str) -> bool:
+    """Whether a ``has`` or ``len`` step of a program run on encode reads a field the compiled
+    codec stores (for ``len``, bytes: len() of anything else is the Python code's)."""
+    k = at.get(name, -1)
+    if k < 0:
+        return False
+    op = ops[k]
+    if op.field.computed or not op.field.wire or op.word in ("bits", "bit_field_other"):
+        return False
+    if isinstance(op, SubField) and op.field.value is not None:
+        return False
+    if word == "len":
+        return isinstance(kind_op(op), BytesOther | BytesSized | BytesToEnd | MaskedBytes) and (
+            op.field.compression is None)
     return True
 
 
@@ -446,8 +489,10 @@ def result_kind(expr: Expr, kinds: dict[str, str]) -> str | None:
     for word, arg in program(expr, extended=True) or ():
         if word == "field":
             stack.append(kinds.get(str(arg)))
-        elif word in ("const", "index"):
+        elif word in ("const", "index", "len"):
             stack.append("int")
+        elif word == "has":
+            stack.append("bool")
         elif word == "param":
             stack.append(None)
         elif word == "not":

@@ -68,8 +68,8 @@ typedef struct {
    switch      obj {key: nested codec, or the class when it has none}, body_fields
                {class: (key, codec or None)}, index its size row or -1, number its key row
    switch_key  index its switch row; the value read is kept in values[] for the switch
-   struct_run  obj the nested codec; index the size row right before it, or -1 when it runs
-               to the end of the region
+   struct_run  obj the nested codec, index its size row (right before it) or -1 for a run to
+               the end of the region
    float       width 4 or 8 and F_BIG: an IEEE 754 single or double
    int_array   width and flags the integers'; index its count_of row
    prefixed    width and flags the prefix's; number what follows: TEXT_BYTES, _UTF8, _MUTF8;
@@ -89,7 +89,13 @@ typedef struct {
    fixed       number TEXT_BYTES or TEXT_UTF8, index the length in bytes
    text_rest   number TEXT_UTF8: text to the end of the region
    struct_run_when  obj the nested codec, prog its condition's program (X_HAS steps read
-               earlier optional struct rows): a struct_run when it holds, else None */
+               earlier optional struct rows): a struct_run when it holds, else None
+   bits        width and flags the integer's, number the mask of its reserved bits, index (set
+               by codec_new) how many bit_field rows after it are its parts
+   bit_field   index its bits row, number its shift, width its bits, F_EXTRA for a bool; obj
+               {value: member} and dispatch_attr the enum class for an enum part; prog its
+               value: program (then it is not stored)
+   derived_key index its switch row, prog the program giving the key */
 #define TEXT_BYTES 0
 #define TEXT_UTF8 1
 #define TEXT_MUTF8 2
@@ -124,6 +130,7 @@ struct FrameCodecObject {
     Py_ssize_t kw_nfill;
     short kw_rows[FRAME_MAX_ROWS];
     short kw_fill[FRAME_MAX_ROWS];
+    int has_derived_key;       /* a derived_key row: encoding finds its key first */
 };
 
 static PyTypeObject FrameCodec_Type;
@@ -362,6 +369,18 @@ static int operand(PyObject *v, long long *out) {
     return 1;
 }
 
+/* The value of an int, a bool or an int subclass (an enum's member), within 64 bits. */
+static int operand_any(PyObject *v, long long *out) {
+    if (v == NULL || !PyLong_Check(v)) return 0;
+    int overflow;
+    *out = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow || (*out == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 0;
+    }
+    return 1;
+}
+
 /* The integer attribute `name` of the message `msg`, as a condition's operand: an int, a bool,
    or an int subclass (a protobuf enum) that compares and computes as int does. */
 static int attr_operand(PyObject *msg, PyObject *name, long long *out) {
@@ -559,6 +578,15 @@ static int run_prog(const Step *prog, Py_ssize_t len, const Env *e, long long *o
             }
             sp++;
             continue;
+        case X_HAS: case X_LEN: {
+            /* Of a stored field (check_prog): whether it is not None, the length of its
+               bytes (anything but bytes gives up, as len() of it is the Python code's). */
+            PyObject *v = e->values != NULL ? e->values[st->arg]
+                                            : slot(e->obj, e->c->rows[st->arg].offset);
+            if (v == NULL || (st->op == X_LEN && !PyBytes_CheckExact(v))) return -1;
+            *sp++ = st->op == X_HAS ? v != Py_None : (long long)PyBytes_GET_SIZE(v);
+            continue;
+        }
         case X_NOT:
             sp[-1] = !sp[-1];
             continue;
@@ -612,6 +640,53 @@ static int read_row_int(const Row *r, const unsigned char *data, Py_ssize_t *ppo
     *raw = read_uint(data + pos, r->width, r->flags & F_BIG);
     *ppos = pos + r->width;
     return 0;
+}
+
+static inline int is_bits_op(int op) { return op >= OP_BITS && op <= OP_DERIVED_KEY; }
+
+/* Decode a row of bit fields (AMQP's, WebSocket's) or a derived switch key. A bits row keeps
+   its integer in sizes[] for its bit_field rows. */
+static NOINLINE int decode_bits_row(FrameCodecObject *c, const Row *r, const unsigned char *data,
+                                    Py_ssize_t *ppos, Py_ssize_t end, PyObject **values,
+                                    Py_ssize_t *sizes, const long long *params) {
+    Py_ssize_t i = r - c->rows;
+    switch (r->op) {
+        case OP_BITS: {
+            if (end - *ppos < r->width) return -1;
+            unsigned long long raw = read_uint(data + *ppos, r->width, r->flags & F_BIG);
+            if (raw & r->number) return -1;  /* a reserved bit set: the Python code's error */
+            *ppos += r->width;
+            sizes[i] = (Py_ssize_t)raw;
+            return 0;
+        }
+        case OP_BIT_FIELD: {
+            unsigned long long bits = (unsigned long long)sizes[r->index];
+            unsigned long long v = (bits >> r->number)
+                                   & (r->width >= 64 ? ~0ULL : (1ULL << r->width) - 1);
+            if (r->flags & F_EXTRA) {
+                values[i] = PyBool_FromLong(v != 0);
+            } else if (r->obj != NULL) {
+                /* An enum's member, or give up: the Python code raises for a value it lacks. */
+                PyObject *key = PyLong_FromUnsignedLongLong(v);
+                if (key == NULL) return -1;
+                PyObject *member = PyDict_GetItemWithError(r->obj, key);
+                Py_DECREF(key);
+                if (member == NULL) return -1;
+                values[i] = Py_NewRef(member);
+            } else {
+                values[i] = PyLong_FromUnsignedLongLong(v);
+            }
+            return values[i] == NULL ? -1 : 0;
+        }
+        case OP_DERIVED_KEY: {
+            Env e = {c, values, NULL, NULL, params, 0};
+            long long v;
+            if (run_prog(r->prog, r->prog_len, &e, &v, 1) < 0) return -1;
+            values[i] = PyLong_FromLongLong(v);
+            return values[i] == NULL ? -1 : 0;
+        }
+    }
+    return -1;
 }
 
 /* Decode TANK's row `r` as decode_row does; 1 when it is a guard that does not hold (the next
@@ -1211,6 +1286,7 @@ static PyObject *decode_struct_p(FrameCodecObject *c, PyObject *buf, Py_ssize_t 
                small as it was. */
             int rc = is_tank_op(r->op)
                 ? decode_tank_row(c, r, buf, data, &pos, end, values, sizes, depth, params)
+                : is_bits_op(r->op) ? decode_bits_row(c, r, data, &pos, end, values, sizes, params)
                 : decode_row(c, r, buf, data, &pos, end, values, sizes, depth);
             if (rc < 0) goto give_up;
             i += rc;  /* a guard that does not hold: the row it guards is left out */
@@ -1709,6 +1785,63 @@ static int write_row_int(const Row *r, long long v, Out *o) {
     return out_uint(o, raw, r->width, r->flags);
 }
 
+/* Append a bits row, packed from its bit_field rows (right after it): a stored part is a
+   bool, or an int (or a member of the part's enum) that fits its bits; a part with a value
+   program gets what that gives, kept in computed[] for the programs after it. A derived key
+   (set in computed[] before anything, from the switch body's type) must be what its program
+   gives from the rows before it. */
+static NOINLINE int encode_bits_row(FrameCodecObject *c, const Row *r, PyObject *obj, Out *o,
+                                    long long *computed, const long long *params) {
+    Py_ssize_t i = r - c->rows;
+    Env e = {c, NULL, obj, computed, params, 0};
+    long long v;
+    switch (r->op) {
+        case OP_BITS: {
+            unsigned long long raw = 0;
+            for (Py_ssize_t j = i + 1; j <= i + r->index; j++) {
+                const Row *t = &c->rows[j];
+                if (t->prog != NULL) {
+                    if (run_prog(t->prog, t->prog_len, &e, &v, 1) < 0) return -1;
+                    computed[j] = v;
+                } else {
+                    PyObject *held = slot(obj, t->offset);
+                    if (held == NULL) return -1;
+                    if (t->flags & F_EXTRA) {
+                        if (!PyBool_Check(held)) return -1;
+                        v = held == Py_True;
+                    } else if (!(PyLong_CheckExact(held)
+                                 || (t->obj != NULL
+                                     && Py_TYPE(held) == (PyTypeObject *)t->dispatch_attr))
+                               || !operand_any(held, &v)) {
+                        return -1;
+                    }
+                }
+                if (v < 0 || (t->width < 63 && v >= (1LL << t->width))) return -1;
+                raw |= (unsigned long long)v << t->number;
+            }
+            return out_uint(o, raw, r->width, r->flags);
+        }
+        case OP_BIT_FIELD:
+            return 0;  /* its bits went out with its bits row */
+        case OP_DERIVED_KEY:
+            if (run_prog(r->prog, r->prog_len, &e, &v, 1) < 0 || v != computed[i]) return -1;
+            return 0;
+    }
+    return -1;
+}
+
+/* Put each derived key's value, found from its switch body's type, in computed[]. */
+static NOINLINE int set_derived_keys(FrameCodecObject *c, PyObject *obj, long long *computed) {
+    for (Py_ssize_t i = 0; i < c->nrows; i++) {
+        const Row *r = &c->rows[i];
+        if (r->op != OP_DERIVED_KEY) continue;
+        const Row *t = &c->rows[r->index];
+        PyObject *found = switch_case(t, slot(obj, t->offset));
+        if (found == NULL || !operand(PyTuple_GET_ITEM(found, 0), &computed[i])) return -1;
+    }
+    return 0;
+}
+
 /* Append TANK's row `r` as encode_row does; 1 when it is a guard that does not hold (the row
    it guards is left out: the caller steps over it). computed[] holds what each value row
    wrote, encoded[] the bytes of each struct_sized row, made at its size row. */
@@ -1835,6 +1968,7 @@ static int encode_struct_p(FrameCodecObject *c, PyObject *obj, Out *o, int depth
     if (c->enc_keeps)
         for (i = 0; i < n; i++) encoded[i] = NULL;
     if (c->has_message_sizes && set_message_sizes(c, obj) < 0) return -1;
+    if (c->has_derived_key && set_derived_keys(c, obj, computed) < 0) return -1;
     for (i = 0; i < n; i++) {
         const Row *r = &c->rows[i];
         at[i] = o->len;
@@ -1915,6 +2049,7 @@ static int encode_struct_p(FrameCodecObject *c, PyObject *obj, Out *o, int depth
             /* The rows issue #21 added, out of line (see decode_row). */
             int got = is_tank_op(r->op)
                 ? encode_tank_row(c, r, obj, o, counts, encoded, computed, depth, params)
+                : is_bits_op(r->op) ? encode_bits_row(c, r, obj, o, computed, params)
                 : encode_row(c, r, obj, o, counts, depth);
             if (got < 0) goto done;
             if (got > 0) at[++i] = o->len;  /* a guard that does not hold: its row left out */
@@ -2310,16 +2445,28 @@ static int check_prog(FrameCodecObject *self, Py_ssize_t i, int want) {
         if (st->op < X_FIELD || st->op >= X_END) return bad_row(i, "unknown step");
         switch (st->op) {
         case X_FIELD: {
-            /* A value row's program runs on encode only, where every stored row is there. */
-            Py_ssize_t last = r->op == OP_VALUE ? self->nrows : i;
+            /* A value row's program runs on encode only, where every stored row is there
+               (a bit_field's, at its bits row: before it), and so is a derived key. */
+            int on_encode = r->op == OP_VALUE || r->op == OP_BIT_FIELD;
+            Py_ssize_t last = on_encode ? self->nrows : i;
             int at = st->arg >= 0 && st->arg < last && st->arg != i ? self->rows[st->arg].op : 0;
-            if (at == OP_VALUE && st->arg > i) at = 0;
+            if (at != 0 && st->arg > i && self->rows[st->arg].offset < 0
+                    && !(at == OP_DERIVED_KEY && r->op == OP_VALUE))
+                at = 0;
             if (at != OP_INT && at != OP_VARINT && at != OP_BOOL && at != OP_CONDITION
-                    && at != OP_VALUE && at != OP_DERIVE)
+                    && at != OP_VALUE && at != OP_DERIVE && at != OP_BIT_FIELD
+                    && at != OP_DERIVED_KEY)
                 return bad_row(i, "a program reads earlier integer rows only");
             effect = 1;
             break;
         }
+        case X_HAS: case X_LEN:
+            if (r->op != OP_VALUE && r->op != OP_BIT_FIELD)
+                return bad_row(i, "has() and len() are of programs run on encode only");
+            if (st->arg < 0 || st->arg >= self->nrows || self->rows[st->arg].offset < 0)
+                return bad_row(i, "has() and len() read a stored field");
+            effect = 1;
+            break;
         case X_PARAM:
             if (st->arg < 0 || st->arg >= self->nparams) return bad_row(i, "no such param");
             effect = 1;
@@ -2398,6 +2545,38 @@ static int check_tank_row(FrameCodecObject *self, Py_ssize_t i) {
     return 0;
 }
 
+/* Check a bits, bit_field or derived_key row as check_row checks the others. */
+static int check_bits_row(FrameCodecObject *self, Py_ssize_t i) {
+    const Row *r = &self->rows[i];
+    switch (r->op) {
+    case OP_BITS:
+        if (r->width != 1 && r->width != 2 && r->width != 4 && r->width != 8)
+            return bad_row(i, "integer width must be 1, 2, 4 or 8");
+        if (r->flags & F_SIGNED) return bad_row(i, "bits are of an unsigned integer");
+        break;
+    case OP_BIT_FIELD: {
+        const Row *t = r->index >= 0 && r->index < i ? &self->rows[r->index] : NULL;
+        if (t == NULL || t->op != OP_BITS || i > r->index + t->index)
+            return bad_row(i, "a bit field comes right after its bits row (or its other parts)");
+        if (r->width < 1 || r->number + (unsigned long long)r->width > 8ULL * t->width)
+            return bad_row(i, "a bit field's bits are inside its integer");
+        if ((r->flags & F_EXTRA) && r->width != 1) return bad_row(i, "a bool is one bit");
+        if (r->obj != NULL && (!PyDict_Check(r->obj) || r->dispatch_attr == NULL
+                               || !PyType_Check(r->dispatch_attr) || r->prog != NULL))
+            return bad_row(i, "an enum part needs its members by value and its class");
+        if (r->prog != NULL && check_prog(self, i, 1) < 0) return -1;
+        break;
+    }
+    case OP_DERIVED_KEY:
+        if (r->prog == NULL || check_prog(self, i, 1) < 0)
+            return r->prog == NULL ? bad_row(i, "a derived key needs its program") : -1;
+        if (r->index <= i || r->index >= self->nrows || self->rows[r->index].op != OP_SWITCH)
+            return bad_row(i, "a derived key needs its switch row after it");
+        break;
+    }
+    return 0;
+}
+
 /* Check row i against the others: the references the codec follows without checking. */
 static int check_row(FrameCodecObject *self, Py_ssize_t i) {
     Row *r = &self->rows[i];
@@ -2422,24 +2601,27 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
                  || r->op == OP_ARRAY_ARGS || r->op == OP_STRUCT_SIZED || r->op == OP_MESSAGE_BYTES
                  || r->op == OP_LENENC || r->op == OP_FIXED
                  || r->op == OP_TEXT_REST || r->op == OP_STRUCT_RUN_WHEN || r->op == OP_FLOAT
-                 || r->op == OP_INT_ARRAY;
+                 || r->op == OP_INT_ARRAY || (r->op == OP_BIT_FIELD && r->prog == NULL);
     if (stored != (r->offset >= 0)) return bad_row(i, "stored fields, and only they, need a slot");
+    if (is_bits_op(r->op) && check_bits_row(self, i) < 0) return -1;
     if (r->op == OP_SIZE) {
         if (r->index <= i || r->index >= self->nrows) return bad_row(i, "size of a later row");
         Row *t = &self->rows[r->index];
         if ((t->op != OP_PROTO && t->op != OP_BYTES && t->op != OP_SWITCH
              && t->op != OP_STRUCT_RUN) || t->index != i)
-            return bad_row(i, "the measured row must be protobuf, bytes, a switch or a struct "
-                              "run sized by this one");
+            return bad_row(i, "the measured row must be protobuf, bytes, a switch or a "
+                              "struct_run sized by this one");
         if ((t->op == OP_SWITCH || t->op == OP_STRUCT_RUN) && r->index != i + 1)
-            return bad_row(i, "a switch or a struct run comes right after its size");
+            return bad_row(i, "a switch or struct_run comes right after its size");
     }
     if (r->op == OP_SWITCH) {
         if (r->obj == NULL || !PyDict_Check(r->obj) || r->body_fields == NULL)
             return bad_row(i, "a switch needs its case tables");
         if (r->index >= 0 && r->index != i - 1)
             return bad_row(i, "a switch comes right after its size");
-        if (r->number >= (unsigned long long)i || self->rows[r->number].op != OP_SWITCH_KEY
+        if (r->number >= (unsigned long long)i
+                || (self->rows[r->number].op != OP_SWITCH_KEY
+                    && self->rows[r->number].op != OP_DERIVED_KEY)
                 || self->rows[r->number].index != i)
             return bad_row(i, "a switch needs its key row before it");
     }
@@ -2451,7 +2633,7 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
         return bad_row(i, "needs the nested struct's codec");
     if (r->op == OP_STRUCT_RUN && r->index >= 0
             && (r->index != i - 1 || self->rows[r->index].op != OP_SIZE))
-        return bad_row(i, "a sized struct run comes right after its size");
+        return bad_row(i, "a sized struct_run comes right after its size row");
     if (r->op == OP_FLOAT && r->width != 4 && r->width != 8)
         return bad_row(i, "a float is 4 or 8 bytes");
     if (r->op == OP_COUNT_OF && (r->index <= i || r->index >= self->nrows
@@ -2689,6 +2871,12 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
             body = Py_None;
         }
         if (r->op == OP_VALUE) self->has_temp = 1;  /* read for the rows after it */
+        if (r->op == OP_BIT_FIELD || r->op == OP_DERIVED_KEY) {
+            self->has_temp = 1;  /* a part with a value, a key: read, not stored */
+            if (r->op == OP_DERIVED_KEY) self->has_derived_key = 1;
+            /* A part's value program, or the class of an enum part's members. */
+            if (PyTuple_Check(attr) && parse_prog(r, attr) < 0) goto fail;
+        }
         if (is_tank_op(r->op) && attr != Py_None && parse_prog(r, attr) < 0) goto fail;
         if (r->op == OP_MESSAGE_BYTES) {
             /* The size's slot in the message of an earlier proto row. */
@@ -2746,6 +2934,15 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
         }
     }
     for (Py_ssize_t i = 0; i < n; i++) {
+        /* A bits row's parts: the bit_field rows right after it that name it. */
+        Row *r = &self->rows[i];
+        if (r->op != OP_BITS) continue;
+        r->index = 0;
+        while (i + 1 + r->index < n && self->rows[i + 1 + r->index].op == OP_BIT_FIELD
+               && self->rows[i + 1 + r->index].index == i)
+            r->index++;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
         if (check_row(self, i) < 0) goto fail;
         int op = self->rows[i].op;
         self->enc_keeps |= op == OP_SIZE || op == OP_PROTO || op == OP_SIZE_OF_STRUCT

@@ -84,7 +84,10 @@ enum { /* FRAME_OPS */
     OP_STRUCT_RUN_WHEN = 41,
     OP_FLOAT = 42,
     OP_INT_ARRAY = 43,
-    OP_END = 44,
+    OP_BITS = 44,
+    OP_BIT_FIELD = 45,
+    OP_DERIVED_KEY = 46,
+    OP_END = 47,
 };
 
 enum { /* FRAME_PRESENCE */
@@ -196,6 +199,9 @@ static const VocabularyWord VOCABULARY_WORDS[] = {
     {"FRAME_OPS", "struct_run_when", OP_STRUCT_RUN_WHEN},
     {"FRAME_OPS", "float", OP_FLOAT},
     {"FRAME_OPS", "int_array", OP_INT_ARRAY},
+    {"FRAME_OPS", "bits", OP_BITS},
+    {"FRAME_OPS", "bit_field", OP_BIT_FIELD},
+    {"FRAME_OPS", "derived_key", OP_DERIVED_KEY},
     {"FRAME_PRESENCE", "always", PRESENT_ALWAYS},
     {"FRAME_PRESENCE", "remaining", PRESENT_REMAINING},
     {"FRAME_PRESENCE", "peek", PRESENT_PEEK},

@@ -63,7 +63,7 @@ if _framecodec is not None:
 #                   table from case class to key)
 #   op "switch_key": the key of the switch row naming it
 #   op "struct_run": nested structs (ref their class) up to the end of the region, as a list;
-#                   or, extra naming the size row right before it, up to the end of its size
+#                   "struct_run_sized": the same up to the size of the size row named by extra
 #   op "prefixed":  bytes ("bytes"), text ("utf8", "mutf8") as ref says, after a length prefix
 #                   of type int_type ("varint" for a varint); "prefixed_default": the same,
 #                   read when bytes remain, extra (its default) when not
@@ -114,6 +114,13 @@ if _framecodec is not None:
 #   op "size_of_struct": the byte size (of int_type) of the struct_sized row named by ref
 #   op "struct_sized": a nested struct (ref its class) filling the size of the row named by
 #                   extra
+# The rows of bit fields:
+#   op "bits":      an unsigned integer of int_type packing the bit_field rows right after it,
+#                   not stored; ref the mask of its reserved bits (which must be zero)
+#   op "bit_field": no bytes: ref (the bits row's name, shift, width) says its bits; extra
+#                   (whether it is a bool, its enum class or None, its value: program or None:
+#                   stored when None, else computed on encode, not stored)
+#   op "derived_key": no bytes: a switch's key, which the program ref computes (not stored)
 #   "signed_size", "size_of_other" and "signed_bytes" are "size" and "bytes" rows
 #   (vocabulary.FRAME_ALIASES).
 FrameRow: TypeAlias = tuple[str, str | None, str | None, Any, Any]
@@ -128,7 +135,8 @@ _STORED = {"int", "proto", vocabulary.ENVELOPE, "bytes", "struct", "uuid", "swit
            "condition", "blocks", "proto_prefixed", "struct_when", "proto_prefixed_when",
            "int_when", "prefixed_optional", "default_bool", "derive", "struct_args",
            "array_args", "struct_sized", "message_bytes",
-           "lenenc", "fixed", "text_rest", "struct_run_when", "float", "int_array"}
+           "lenenc", "fixed", "text_rest", "struct_run_when", "float", "int_array",
+           "bit_field"}
 _TEXT_KINDS = {"bytes": 0, "utf8": 1, "mutf8": 2}
 _PRESENCE = {None: vocabulary.PRESENCE["always"], "remaining": vocabulary.PRESENCE["remaining"]}
 _PEEK = vocabulary.PRESENCE["peek"]
@@ -266,10 +274,23 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any],
             at, number = (-1 if size is None else index[size]), index[key]
             obj = {k: codecs.get(m.__self__, m.__self__) for k, m in (ref or {}).items()}
             body = {cls: (code, codecs.get(cls)) for cls, code in codes.items()}
-        elif op == "switch_key":
+        elif op in ("switch_key", "derived_key"):
             at = switch_of[name]
+            if op == "derived_key":
+                attr = _program(ref, index)
+        elif op == "bits":
+            number = ref
+        elif op == "bit_field":
+            container, number, width = ref
+            as_bool, enum, steps = extra
+            at, flags = index[container], _EXTRA if as_bool else 0
+            if enum is not None:
+                obj, attr = {int(member): member for member in enum}, enum
+            if steps is not None:
+                attr, slot = _program(steps, index), None
         elif op == "struct_run":
-            obj, at = codecs[ref], -1 if extra is None else index[extra]
+            obj = codecs[ref]
+            at = -1 if extra is None else index[extra]
         elif op == "prefixed":
             number, obj = _TEXT_KINDS[ref], extra
         elif op == "default":
@@ -342,7 +363,8 @@ def _guard_step(word: str, arg: Any, index: dict[str | None, int]) -> tuple[Any,
 
 def _program(steps: Any, index: dict[str | None, int]) -> tuple[tuple[int, int], ...]:
     """A program's steps as the extension takes them: numbered, fields by their row."""
-    return tuple((vocabulary.EXPR[word], index[arg] if word in ("field", "has") else arg or 0)
+    return tuple((vocabulary.EXPR[word], index[arg] if word in ("field", "has", "len") else
+                  arg or 0)
                  for word, arg in steps)
 
 

@@ -101,6 +101,15 @@ MAP_KEY_KINDS: Final = (
 #   struct_run_when  a struct_run there when its program (EXPR_OPS) gives true, else None
 #   float      an IEEE 754 single or double (4 or 8 bytes) in either byte order
 #   int_array  as many stored integers of one width as its count_of row says (a list)
+# The rows AMQP's bit fields brought:
+#   bits       an unsigned integer of named bit sub-fields (the bit_field rows right after it),
+#              not stored: decoding gives up when a reserved bit is set; encoding packs it
+#              from its sub-fields
+#   bit_field  no bytes: some bits of the bits row before it, a stored bool, integer or enum
+#              member, or (with a value program, run on encode) not stored
+#   derived_key  no bytes: a switch's key its program computes from earlier rows, not stored;
+#              on encode found from the body's type first (value rows before it may read it),
+#              and its program must give it back
 FRAME_OPS: Final = ("int", "const", "size", "size_rest", "checksum", "proto", "bytes", "struct",
                     "uuid", "switch", "switch_key", "struct_run", "prefixed", "default",
                     "skip_trailing", "varint", "bool", "count_of", "struct_array", "condition",
@@ -109,7 +118,7 @@ FRAME_OPS: Final = ("int", "const", "size", "size_rest", "checksum", "proto", "b
                     "guard", "value", "derive", "struct_args", "array_args", "size_of_struct",
                     "struct_sized", "message_bytes",
                     "lenenc", "const_bytes", "fixed", "text_rest", "struct_run_when",
-                    "float", "int_array")
+                    "float", "int_array", "bits", "bit_field", "derived_key")
 # Words of a plan the compiled codec takes without a row of their own: params of int and bool
 # kinds, which the holder's row passes as 64-bit integers.
 FRAME_PLAN_WORDS: Final = ("params",)
@@ -122,7 +131,9 @@ FRAME_PLAN_WORDS: Final = ("params",)
 # The programs of the rows TANK brought also use: "param" (push the struct's param of that
 # number), "index" (an array_args item's index), "select" (a if c else b, from a, c, b),
 # "orv" and "andv" (Python's or/and, giving one of their values). "has" pushes whether an
-# earlier optional struct row is there (1) or None (0).
+# earlier optional struct row is there (1) or None (0). The programs run on encode only (value
+# and bit_field rows) may also push whether a stored field is not None ("has") and the length
+# of a stored bytes field ("len").
 EXPR_OPS: Final = ("field", "const", "not", "neg", "and", "or", "bitand", "bitor", "bitxor",
                    "rshift", "lshift", "add", "sub", "eq", "ne", "lt", "le", "gt", "ge", "attr",
                    "len", "param", "index", "select", "orv", "andv", "has")
@@ -141,6 +152,9 @@ FRAME_ALIASES: Final = MappingProxyType({
     # A switch decoding another struct each way: a "switch" row without decoders (its struct
     # decodes through the Python methods, which take the direction), so it only encodes.
     "directional_switch": "switch",
+    # Nested structs one after another filling the size of the size row right before them
+    # (AMQP's field tables): a "struct_run" row naming that size row.
+    "struct_run_sized": "struct_run",
 })
 FRAME_PRESENCE: Final = ("always", "remaining", "peek")
 # The integer widths, in bytes, the frame codec reads and writes (3: u24/i24, MariaDB's packet

@@ -330,15 +330,16 @@ def test_the_plan_and_the_c_codec(tmp_path: Path) -> None:
     spec = load_frame_spec_text(tmp_path, SPEC)
     plans = plan_spec(spec)
     ws = plans["WsHead"]
-    # The packed bytes are computed from their parts (value rows the C codec does not take).
+    # The packed bytes are bits rows the C codec packs from their parts.
     assert [op.word for op in ws.field_ops][:6] == [
-        "value_other", "bit_field", "bit_field", "value_other", "bit_field", "bit_field"]
+        "bits", "bit_field", "bit_field", "bits", "bit_field", "bit_field"]
     b0 = kind_op(ws.op("b0"))
     assert isinstance(b0, ReadPacked) and b0.reserved == 0x70
     opcode = ws.op("opcode")
     assert isinstance(opcode, SubField) and (opcode.shift, opcode.width) == (0, 4)
-    # A struct holding bits stays on the Python codec.
-    assert not any(p.compiled for p in plans if p.name != "Frame")
+    # Conditions on a part's value are guards; every struct is compiled.
+    assert [op.word for op in ws.field_ops][6:] == ["guard", "guard", "guard", "bytes"]
+    assert all(p.compiled for p in plans)
 
 
 def load_frame_spec_text(tmp_path: Path, text: str) -> FrameSpec:
@@ -361,8 +362,8 @@ def _outcome(fn: Any) -> tuple[str, str]:
 @settings(max_examples=200, deadline=None)
 @given(tag=st.integers(1, 4), body=st.binary(max_size=12))
 def test_compiled_and_python_codecs_agree(frames: ModuleType, tag: int, body: bytes) -> None:
-    assert not any(compiled.is_compiled(c) for c in (frames.WsHead, frames.Little,
-                                                     frames.MqttPublish, frames.BasicPublish))
+    assert all(compiled.is_compiled(c) for c in (frames.WsHead, frames.Little,
+                                                 frames.MqttPublish, frames.BasicPublish))
     wire = framed(tag, body)
     fast = _outcome(lambda: frames.Frame.decode(wire))
     with compiled.pure_python():

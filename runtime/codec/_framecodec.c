@@ -2942,7 +2942,7 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
                && self->rows[i + 1 + r->index].index == i)
             r->index++;
     }
-    for (Py_ssize_t i = 0; i < n; i++)
+    for (Py_ssize_t i = 0; i < n; i++) {
         if (check_row(self, i) < 0) goto fail;
         int op = self->rows[i].op;
         self->enc_keeps |= op == OP_SIZE || op == OP_PROTO || op == OP_SIZE_OF_STRUCT

@@ -25,11 +25,11 @@ from hypothesis import strategies as st
 
 from bench import frames_examples
 from protoframe.runtime.codec import compiled, compiled_frames
-from tests.runtime.test_compiled_frame_ops_examples import _python_calls
 from tests.support.codec_agreement import (
     check_random_damage,
     check_truncations,
     outcome,
+    python_calls,
     same,
     same_decodes,
 )
@@ -446,11 +446,11 @@ def test_well_formed_frames_stay_in_c(m: ModuleType) -> None:
     for cls, wire in _samples(m):
         module = sys.modules[cls.__module__]
         value = cls.decode(wire)
-        calls = _python_calls(module, lambda: cls.decode(wire))  # noqa: B023
-        calls += _python_calls(module, value.encode)
+        calls = python_calls(module, lambda: cls.decode(wire))  # noqa: B023
+        calls += python_calls(module, value.encode)
         assert calls == [], (cls, calls)
     # A give-up does run them: the check above would see it.
-    assert _python_calls(m, lambda: outcome(lambda: m.Flags.decode(b"\x40\x00\x00"))) != []
+    assert python_calls(m, lambda: outcome(lambda: m.Flags.decode(b"\x40\x00\x00"))) != []
 
 
 def test_rows_the_codec_cannot_follow_are_refused() -> None:

@@ -26,6 +26,8 @@
 /* Field kinds (K_*) and how a field is held (M_*): _vocabulary.h, from vocabulary.py. */
 
 #define MAX_DEPTH 64
+/* Freed instances a class keeps: enough for the messages of a frame or two. */
+#define POOL_MAX 16
 
 typedef struct CodecObject CodecObject;
 
@@ -47,6 +49,9 @@ typedef struct {
     Py_ssize_t oneof;    /* a oneof member's oneof index in its message */
     int none_fails;      /* a None value makes the Python encoder raise: required, a map, a
                             float's implicit value (known once, not tested per None) */
+    PyObject **members;  /* an enum's: members[n] is the member numbered n (borrowed from
+                            extra; NULL where none is), for n below nmembers */
+    Py_ssize_t nmembers;
 } FieldInfo;
 
 struct CodecObject {
@@ -62,7 +67,7 @@ struct CodecObject {
     Py_ssize_t *slotted;      /* indexes of the fields with a slot of their own */
     Py_ssize_t nslotted;
     Py_ssize_t *slot_offset;  /* per slotted field: its offset, and */
-    char *slot_repeated;      /* whether it holds a list */
+    char *slot_repeated;      /* how the constructor fills it: one of the INIT_* below */
     Py_ssize_t nrequired;     /* how many fields are required, and */
     Py_ssize_t *required;     /* their indexes */
     uint32_t tag_limit;
@@ -74,9 +79,16 @@ struct CodecObject {
     PyObject *keyword_index;  /* keyword -> index into fields */
     PyObject *py_init;        /* the generated __init__ the constructor stands in for */
     vectorcallfunc saved_vectorcall;  /* cls->tp_vectorcall before the constructor went in */
-    destructor saved_dealloc;  /* cls->tp_dealloc before slotted_dealloc, or NULL */
+    destructor saved_dealloc;  /* cls->tp_dealloc before slotted_dealloc or pooled_dealloc,
+                                  or NULL */
     unsigned int ctor_version;  /* cls's version tag when last found intact; 0: check again */
     int ctor_on;
+    /* Freed instances kept for the next decode or construction (see "the instance pool"):
+       pool_ok when cls's instances can be kept, their memory being their slots only. */
+    int pool_ok;
+    int pooled_here;  /* pooled_dealloc is the one enable_constructor switches */
+    Py_ssize_t nfree;
+    PyObject *free_objs[POOL_MAX];
 };
 
 static PyTypeObject Codec_Type;
@@ -122,6 +134,125 @@ static int close_len(Out *o, Py_ssize_t mark) {
     while (size >= 0x80) { *p++ = (char)(size | 0x80); size >>= 7; }
     *p = (char)size;
     return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* the instance pool
+ *
+ * A decode makes one instance per message (a SEND command is two, BaseCommand and
+ * CommandSend), and the caller mostly drops them before the next decode. Allocating a GC
+ * object and freeing it again was a tenth of a small command's decode+read, so a class with a
+ * codec keeps up to POOL_MAX of its freed instances, their slots already cleared, and the
+ * decoder and the compiled constructor take one from there before asking tp_alloc. An
+ * instance taken from the pool is in the state a fresh one is in (every slot NULL, untracked,
+ * no finalizer run), so nothing of the message it was shows: the caller fills every slot as
+ * for a fresh instance.
+ *
+ * It is done by the class's tp_dealloc (pooled_dealloc, which frees as slotted_dealloc does),
+ * only for classes whose instances are their slots and nothing else, and only for instances
+ * of exactly the class: a subclass's, and any instance while the class has a finalizer, are
+ * freed as before. */
+
+static void pooled_dealloc(PyObject *self);
+
+/* Whether cls's instances can go into its pool: object's allocation and freeing, no dict, no
+   weak references, no finalizer, and every byte after the object header one of its own
+   object slots (which pooled_dealloc clears). */
+static int poolable(PyTypeObject *cls) {
+    if (!adds_no_storage(cls->tp_base) || cls->tp_dictoffset != 0
+            || cls->tp_weaklistoffset != 0 || cls->tp_itemsize != 0
+            || PyType_HasFeature(cls, Py_TPFLAGS_MANAGED_DICT)
+            || !PyType_HasFeature(cls, Py_TPFLAGS_HEAPTYPE) || !PyType_IS_GC(cls)
+            || cls->tp_del != NULL || cls->tp_finalize != NULL
+            || cls->tp_alloc != PyType_GenericAlloc || cls->tp_free != PyObject_GC_Del)
+        return 0;
+    Py_ssize_t covered = 0;
+    for (PyMemberDef *mp = cls->tp_members; mp != NULL && mp->name != NULL; mp++) {
+        if (mp->type != T_OBJECT_EX || (mp->flags & READONLY)) return 0;
+        covered += (Py_ssize_t)sizeof(PyObject *);
+    }
+    return cls->tp_basicsize == PyBaseObject_Type.tp_basicsize + covered;
+}
+
+/* slotted_dealloc, but an instance of exactly a pooled class goes into its codec's pool
+   (while there is room) instead of back to the allocator. */
+static void pooled_dealloc(PyObject *self) {
+    PyTypeObject *type = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    Py_TRASHCAN_BEGIN(self, pooled_dealloc)
+    if (type->tp_finalize != NULL) {
+        /* A __del__ added to the class: it runs once (a subclass's ran already), and may
+           resurrect the object. */
+        PyObject_GC_Track(self);
+        if (PyObject_CallFinalizerFromDealloc(self) < 0) goto end;
+        PyObject_GC_UnTrack(self);
+    }
+    /* Called as the type's own tp_dealloc, it is the class it was installed on; from a
+       subclass's subtype_dealloc, the slots to clear are those of the class above object. */
+    PyTypeObject *base = type;
+    int own = type->tp_dealloc == pooled_dealloc;
+    if (!own)
+        while (base->tp_base != NULL && !adds_no_storage(base->tp_base)) base = base->tp_base;
+    for (PyMemberDef *mp = base->tp_members; mp != NULL && mp->name != NULL; mp++) {
+        if (mp->type != T_OBJECT_EX || (mp->flags & READONLY)) continue;
+        PyObject **addr = (PyObject **)((char *)self + mp->offset);
+        PyObject *obj = *addr;
+        if (obj != NULL) {
+            *addr = NULL;
+            Py_DECREF(obj);
+        }
+    }
+    CodecObject *codec = own ? (CodecObject *)type_table_get(&codecs, (PyObject *)type) : NULL;
+    /* Finalized once (a __del__ since removed) it would not be finalized again if one came
+       back: such an instance is not handed out again. */
+    if (codec != NULL && codec->pool_ok && codec->nfree < POOL_MAX
+            && type->tp_finalize == NULL && !PyObject_GC_IsFinalized(self))
+        codec->free_objs[codec->nfree++] = self;
+    else
+        type->tp_free(self);
+    Py_DECREF(type);  /* a heap type's instances hold a reference to it */
+end:
+    Py_TRASHCAN_END
+}
+
+/* A new instance of codec's class with every slot NULL, as tp_alloc gives it: from the pool
+   when it has one. */
+static inline PyObject *new_instance(CodecObject *codec) {
+    PyTypeObject *cls = codec->cls;
+    if (codec->nfree > 0 && cls->tp_alloc == PyType_GenericAlloc) {
+        PyObject *obj = codec->free_objs[--codec->nfree];
+        Py_INCREF(cls);
+#if PY_VERSION_HEX < 0x030D0000
+        _Py_NewReference(obj);
+#else
+        Py_SET_REFCNT(obj, 1);
+#endif
+        PyObject_GC_Track(obj);
+        return obj;
+    }
+    return cls->tp_alloc(cls, 0);
+}
+
+/* Put pooled_dealloc on codec's class if its instances can be pooled. */
+static void install_pool(CodecObject *codec) {
+    PyTypeObject *cls = codec->cls;
+    if (cls->tp_dealloc == pooled_dealloc) {
+        /* Another codec for the class (made again by hand): the class's instances are its
+           pool's from now on (pooled_dealloc looks the class's codec up). */
+        codec->pool_ok = 1;
+        return;
+    }
+    if (!poolable(cls)) return;
+    /* The tp_dealloc of a class statement (subtype_dealloc), or slotted_dealloc: both free
+       exactly what pooled_dealloc frees. It is kept for enable_constructor, so that
+       pure_python() frees the instances as the class statement made them do. */
+    codec->pool_ok = 1;
+    codec->saved_dealloc = cls->tp_dealloc;
+    cls->tp_dealloc = pooled_dealloc;
+}
+
+static void drain_pool(CodecObject *codec) {
+    while (codec->nfree > 0) PyObject_GC_Del(codec->free_objs[--codec->nfree]);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -463,6 +594,8 @@ static PyObject *decode_value(FieldInfo *f, Reader *r, Py_ssize_t end, int depth
     case K_ENUM: case K_OPEN_ENUM: {
         if (read_varint(r, end, &raw) < 0) return NULL;
         int32_t x = (int32_t)(uint32_t)raw;
+        if ((uint32_t)x < (uint32_t)f->nmembers && f->members[x] != NULL)
+            return Py_NewRef(f->members[x]);
         PyObject *key = PyLong_FromLong(x);
         if (key == NULL) return NULL;
         PyObject *member = PyDict_GetItemWithError(f->extra, key);
@@ -688,8 +821,7 @@ static PyObject *decode_message(CodecObject *codec, const unsigned char *buf, Py
     else unknown_bytes = PyBytes_FromStringAndSize(PyByteArray_AS_STRING(unknown),
                                                    PyByteArray_GET_SIZE(unknown));
     if (unknown_bytes == NULL) goto done;
-    PyTypeObject *cls = codec->cls;
-    PyObject *obj = cls->tp_alloc(cls, 0);
+    PyObject *obj = new_instance(codec);
     if (obj == NULL) { Py_DECREF(unknown_bytes); goto done; }
     /* Every slot is set below (or the object is dropped, its unset slots NULL, when memory
        runs out), so nothing is left in vals to release. */
@@ -875,6 +1007,11 @@ static PyObject *str_unknown;  /* "_unknown" */
 
 #define CTOR_INLINE 128
 
+/* What the generated __init__ stores in a field's slot (slot_repeated): the value as given
+   (None when not given); `value or []`; `value or {}`; an implicit field's value as given,
+   its keyword's default when not given. */
+enum { INIT_VALUE, INIT_LIST, INIT_DICT, INIT_IMPLICIT };
+
 /* Whether cls still builds its instances as when the constructor went in: object's __new__,
    the generated __init__, plain attribute setting, every field in its slot. */
 static int ctor_class_intact(CodecObject *codec) {
@@ -955,6 +1092,8 @@ static PyObject *ctor_vectorcall(PyObject *callable, PyObject *const *args, size
         } else if ((mode == M_REPEATED || mode == M_PACKED) && v != Py_None
                    && !PyList_CheckExact(v)) {
             goto done;
+        } else if (mode == M_MAP && v != Py_None && !PyDict_CheckExact(v)) {
+            goto done;  /* its truth value is Python's business */
         }
         vals[i] = v;
         order[j] = i;
@@ -972,17 +1111,46 @@ static PyObject *ctor_vectorcall(PyObject *callable, PyObject *const *args, size
                 goto done;
         }
     }
-    if ((obj = cls->tp_alloc(cls, 0)) == NULL) goto done;
+    if ((obj = new_instance(codec)) == NULL) goto done;
     const Py_ssize_t *slotted = codec->slotted, *slot_offset = codec->slot_offset;
     const char *slot_repeated = codec->slot_repeated;
     for (Py_ssize_t k = 0; k < codec->nslotted; k++) {
         PyObject *v = vals[slotted[k]];
-        if (!slot_repeated[k]) {
+        switch (slot_repeated[k]) {
+        case INIT_VALUE:
             v = Py_NewRef(v ? v : Py_None);
-        } else if (v == NULL || v == Py_None || PyList_GET_SIZE(v) == 0) {
+            break;
+        case INIT_LIST:
             /* `value or []`: an empty list given is replaced by a new one, like None. */
-            if ((v = PyList_New(0)) == NULL) { Py_CLEAR(obj); goto done; }
-        } else {
+            if (v == NULL || v == Py_None || PyList_GET_SIZE(v) == 0) {
+                if ((v = PyList_New(0)) == NULL) { Py_CLEAR(obj); goto done; }
+            } else {
+                Py_INCREF(v);
+            }
+            break;
+        case INIT_DICT:
+            if (v == NULL || v == Py_None || PyDict_GET_SIZE(v) == 0) {
+                if ((v = PyDict_New()) == NULL) { Py_CLEAR(obj); goto done; }
+            } else {
+                Py_INCREF(v);
+            }
+            break;
+        default:
+            if (v == NULL) {
+                /* The keyword's default, read as Python binds it on each call (the
+                   install made sure py_init is a function). Its keys are str: the lookup
+                   runs no Python code. */
+                PyObject *defaults = PyFunction_GET_KW_DEFAULTS(codec->py_init);
+                v = defaults != NULL && PyDict_CheckExact(defaults)
+                    ? PyDict_GetItemWithError(defaults, codec->fields[slotted[k]].keyword)
+                    : NULL;
+                if (v == NULL) {
+                    /* Python's call raises for the keyword it cannot bind: let it. */
+                    give_up = !PyErr_Occurred();
+                    Py_CLEAR(obj);
+                    goto done;
+                }
+            }
             Py_INCREF(v);
         }
         *(PyObject **)((char *)obj + slot_offset[k]) = v;
@@ -1014,13 +1182,22 @@ static PyObject *codec_install_constructor(PyObject *self, PyObject *const *args
         return NULL;
     }
     PyTypeObject *cls = codec->cls;
-    /* The generated __init__ of a class with implicit-presence fields or maps does more than
-       store its keywords (a default that depends on how the field is spelled, `value or {}`):
-       those classes keep it. A oneof member's keyword is stored as given, as an optional
-       field's is. */
+    /* The generated __init__ stores an implicit-presence field's keyword as given, its
+       default being the field's default, except where that default (an enum member of a
+       class defined later) cannot be the keyword's: there the keyword defaults to None,
+       and `default if value is None else value` is stored, which this does not do; such a
+       class keeps its __init__. A map's keyword is stored as `value or {}`, a oneof
+       member's as given, as an optional field's is. */
     for (Py_ssize_t i = 0; i < codec->nfields; i++) {
-        int mode = codec->fields[i].mode;
-        if (mode == M_IMPLICIT || mode == M_MAP) Py_RETURN_FALSE;
+        if (codec->fields[i].mode != M_IMPLICIT) continue;
+        PyObject *defaults = PyFunction_Check(args[1]) ? PyFunction_GET_KW_DEFAULTS(args[1])
+                                                       : NULL;
+        PyObject *name = PyTuple_GET_ITEM(args[0], i);
+        PyObject *dflt = defaults != NULL && PyDict_CheckExact(defaults)
+                         && PyUnicode_CheckExact(name)
+                         ? PyDict_GetItemWithError(defaults, name) : NULL;
+        if (dflt == NULL && PyErr_Occurred()) return NULL;
+        if (dflt == NULL || dflt == Py_None) Py_RETURN_FALSE;
     }
     /* A metaclass may define __call__, which the vectorcall would skip. */
     if (Py_TYPE(cls) != &PyType_Type || !PyType_HasFeature(cls, Py_TPFLAGS_HEAPTYPE)
@@ -1049,6 +1226,11 @@ static PyObject *codec_install_constructor(PyObject *self, PyObject *const *args
     }
     for (Py_ssize_t i = 0; i < codec->nfields; i++)
         codec->fields[i].keyword = PyTuple_GET_ITEM(keywords, i);
+    for (Py_ssize_t k = 0; k < codec->nslotted; k++) {
+        int mode = codec->fields[codec->slotted[k]].mode;
+        codec->slot_repeated[k] = mode == M_REPEATED || mode == M_PACKED ? INIT_LIST
+            : mode == M_MAP ? INIT_DICT : mode == M_IMPLICIT ? INIT_IMPLICIT : INIT_VALUE;
+    }
     Py_XSETREF(codec->keywords, keywords);
     Py_XSETREF(codec->keyword_index, index);
     Py_XSETREF(codec->py_init, Py_NewRef(args[1]));
@@ -1056,7 +1238,9 @@ static PyObject *codec_install_constructor(PyObject *self, PyObject *const *args
     codec->ctor_version = 0;
     codec->ctor_on = 1;
     cls->tp_vectorcall = ctor_vectorcall;
-    install_slotted_dealloc(cls, &codec->saved_dealloc);
+    /* A pooled class frees its instances as slotted_dealloc would already. */
+    if (cls->tp_dealloc != pooled_dealloc) install_slotted_dealloc(cls, &codec->saved_dealloc);
+    else codec->pooled_here = codec->saved_dealloc != NULL;
     Py_RETURN_TRUE;
 fail:
     Py_XDECREF(keywords);
@@ -1076,7 +1260,10 @@ static PyObject *codec_enable_constructor(PyObject *self, PyObject *on) {
     }
     codec->ctor_on = enable;
     codec->cls->tp_vectorcall = enable ? ctor_vectorcall : codec->saved_vectorcall;
-    enable_slotted_dealloc(codec->cls, codec->saved_dealloc, enable);
+    if (codec->pooled_here)
+        codec->cls->tp_dealloc = enable ? pooled_dealloc : codec->saved_dealloc;
+    else
+        enable_slotted_dealloc(codec->cls, codec->saved_dealloc, enable);
     Py_RETURN_NONE;
 }
 
@@ -1138,6 +1325,8 @@ static int codec_traverse(CodecObject *self, visitproc visit, void *arg) {
         Py_VISIT((PyObject *)self->fields[i].sub);
         Py_VISIT(self->fields[i].dflt);
         Py_VISIT(self->fields[i].key_dflt);
+        for (Py_ssize_t n = 0; n < self->fields[i].nmembers; n++)
+            Py_VISIT(self->fields[i].members[n]);
     }
     return 0;
 }
@@ -1159,13 +1348,17 @@ static int codec_clear(CodecObject *self) {
         Py_CLEAR(self->fields[i].sub);
         Py_CLEAR(self->fields[i].dflt);
         Py_CLEAR(self->fields[i].key_dflt);
+        for (Py_ssize_t n = 0; n < self->fields[i].nmembers; n++)
+            Py_CLEAR(self->fields[i].members[n]);
     }
     return 0;
 }
 
 static void codec_dealloc(CodecObject *self) {
     PyObject_GC_UnTrack(self);
+    drain_pool(self);
     codec_clear(self);
+    for (Py_ssize_t i = 0; i < self->nfields; i++) PyMem_Free(self->fields[i].members);
     PyMem_Free(self->fields);
     PyMem_Free(self->by_tag);
     PyMem_Free(self->slotted);
@@ -1180,6 +1373,36 @@ static void codec_dealloc(CodecObject *self) {
    the slot name, or the key in the present dict for sparse fields. Implicit, oneof and map
    fields have a sixth item (see vocabulary.py): the default, the oneof's index, or
    (key kind number, key default, value default or None). */
+/* Most enums number their members from zero up, a few dozen at most: members[n] is
+   extra.get(n) for n up to the largest number below ENUM_TABLE_MAX, looked up once (the
+   number -> member dicts of the layout tables are not changed after install). A number past
+   the table is looked up in the dict. */
+#define ENUM_TABLE_MAX 256
+
+static int member_table(FieldInfo *f) {
+    Py_ssize_t it = 0, top = -1;
+    PyObject *k, *v;
+    while (PyDict_Next(f->extra, &it, &k, &v)) {
+        if (!PyLong_CheckExact(k)) continue;
+        long n = PyLong_AsLong(k);
+        if (n == -1 && PyErr_Occurred()) { PyErr_Clear(); continue; }
+        if (n >= 0 && n < ENUM_TABLE_MAX && n > top) top = n;
+    }
+    if (top < 0) return 0;
+    f->members = PyMem_Calloc((size_t)top + 1, sizeof(PyObject *));
+    if (f->members == NULL) { PyErr_NoMemory(); return -1; }
+    f->nmembers = top + 1;
+    for (Py_ssize_t n = 0; n <= top; n++) {
+        PyObject *key = PyLong_FromSsize_t(n);
+        if (key == NULL) return -1;
+        PyObject *member = PyDict_GetItemWithError(f->extra, key);
+        Py_DECREF(key);
+        if (member == NULL && PyErr_Occurred()) return -1;
+        f->members[n] = Py_XNewRef(member);
+    }
+    return 0;
+}
+
 static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     PyObject *cls, *fields, *present_slot, *py_encode, *py_decode_from;
     if (kwds && PyDict_GET_SIZE(kwds)) {
@@ -1272,6 +1495,7 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
         }
         f->extra = Py_NewRef(extra);
         f->storage = Py_NewRef(storage);
+        if ((f->kind == K_ENUM || f->kind == K_OPEN_ENUM) && member_table(f) < 0) goto fail;
         if (f->mode == M_SPARSE) {
             if (self->present_offset < 0 || f->kind != K_MESSAGE) {
                 PyErr_Format(PyExc_ValueError, "%s: sparse field %u without a present slot",
@@ -1303,7 +1527,6 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
         if (f->mode == M_REQUIRED) self->required[self->nrequired++] = i;
         if (f->mode == M_SPARSE) continue;
         self->slot_offset[self->nslotted] = f->offset;
-        self->slot_repeated[self->nslotted] = f->mode == M_REPEATED || f->mode == M_PACKED;
         self->slotted[self->nslotted++] = i;
     }
     /* Tags up to two bytes (fields below 2048) are looked up in a table, others searched. */
@@ -1319,6 +1542,7 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
             self->by_tag[f->number << 3 | 2] = -(int32_t)(i + 1);
     }
     if (type_table_put(&codecs, cls, (PyObject *)self) < 0) goto fail;
+    install_pool(self);
     return (PyObject *)self;
 bad_aux:
     PyErr_Format(PyExc_ValueError, "%s: bad layout for field %u", self->cls->tp_name, last);

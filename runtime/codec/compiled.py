@@ -19,9 +19,14 @@ the class's ``FIELD_NAMES``). It too is a fast path: positional arguments, a key
 not a field, a missing required keyword, a repeated value that is neither a list nor None, or
 a class whose ``__init__``, ``__new__``, ``__setattr__`` or slots changed after install go
 through ``type.__call__`` and the Python ``__init__``, which raises its own errors. Subclasses
-always take that path, and so do classes with maps or implicit-presence fields, whose
-``__init__`` does more than store its keywords. ``tests/runtime/test_compiled_constructors.py``
-checks both build the same instances and raise the same errors.
+always take that path, and so do classes with an implicit-presence enum field whose default
+member cannot be the keyword's default (its keyword defaults to None, which ``__init__``
+replaces). ``tests/runtime/test_compiled_constructors.py`` and
+``tests/runtime/test_compiled_pool.py`` check both build the same instances and raise the same
+errors.
+
+Freed instances of a compiled class (up to a few per class) are kept and handed out again by
+the decoder and the constructor, every slot filled anew, so a message is rarely an allocation.
 
 Generated enums have :class:`ProtoEnumType` as their metaclass, for faster member access with
 the extension (see there).

@@ -85,8 +85,9 @@ def _slot_value(obj: object, name: str) -> Any:
 
 
 def _modes(cls: type) -> dict[str, str]:
-    """keyword -> "required" / "optional" / "repeated" / "sparse", read off the generated class
-    (its signature, annotations and slots), not off the layout table the C code uses."""
+    """keyword -> "required" / "optional" / "repeated" / "map" / "sparse", read off the
+    generated class (its signature, annotations and slots), not off the layout table the C
+    code uses."""
     params = inspect.signature(cls.__dict__["__init__"]).parameters
     slots = set(_slots(cls))
     modes: dict[str, str] = {}
@@ -98,6 +99,8 @@ def _modes(cls: type) -> dict[str, str]:
             modes[name] = "required"
         elif cls.__annotations__[storage].startswith("list["):
             modes[name] = "repeated"
+        elif cls.__annotations__[storage].startswith("dict["):
+            modes[name] = "map"
         else:
             modes[name] = "optional"
     return modes
@@ -179,7 +182,8 @@ def _compare(cls: type, kwargs: dict[str, Any], *, fast_expected: bool) -> None:
 def _fast_expected(modes: dict[str, str], kwargs: dict[str, Any]) -> bool:
     if any(mode == "required" and name not in kwargs for name, mode in modes.items()):
         return False
-    return all(modes[name] != "repeated" or v is None or type(v) is list
+    return all((modes[name] != "repeated" or v is None or type(v) is list)
+               and (modes[name] != "map" or v is None or type(v) is dict)
                for name, v in kwargs.items())
 
 

@@ -540,8 +540,12 @@ class Bits(FieldOp):
     @property
     def word(self) -> str:  # type: ignore[override]
         """``derive`` (in the C vocabulary) when the expression has a program
-        (``compiled_exprs``); ``derive_other`` otherwise."""
-        return "derive" if program(self.expr, extended=True) is not None else "derive_other"
+        (``compiled_exprs``), ``derived_size`` (a "derive" row not stored) for one that is
+        the size of a later field (computed, so not an attribute: WebSocket's payload length);
+        ``derive_other`` otherwise."""
+        if program(self.expr, extended=True) is None:
+            return "derive_other"
+        return "derived_size" if self.field.computed else "derive"
 
 
 @dataclass(frozen=True)
@@ -605,11 +609,23 @@ class MaskedBytes(FieldOp):
     that field; ``key_int`` its integer type when it is one (else it holds the bytes), and
     ``key_optional`` whether it may be None (then the bytes are sent as they are)."""
 
-    word: ClassVar[str] = "masked_bytes"
     region: Region
     key: str
     key_int: IntType | None
     key_optional: bool
+
+    @property
+    def word(self) -> str:  # type: ignore[override]
+        """``masked_bytes`` (in the C vocabulary) for masked bytes always there, sized by a
+        field of this struct or the rest of the region; ``masked_bytes_other`` otherwise. That
+        the key and the size are rows the C codec can follow is the plan's business
+        (``layout_plan.c_links_hold``)."""
+        r = self.region
+        if (unconditional(self.field) and self.field.compression is None and r.size is not None
+                and "." not in r.size and r.prefix is None and r.length is None
+                and not r.nullable):
+            return "masked_bytes"
+        return "masked_bytes_other"
 
 
 @dataclass(frozen=True)

@@ -863,6 +863,143 @@ static int decode_fixed_row(const Row *r, const unsigned char *data, Py_ssize_t 
     return 0;
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* masked bytes and rules (WebSocket's frame, issue #21) */
+
+#define F_KEY_OPTIONAL 64  /* a masked_bytes row: its key may be None (the bytes sent as they are) */
+
+/* The bytes of the key of masked_bytes row `r` (the value of its key row: an unsigned integer
+   of r->width bytes, written in its byte order, or bytes) into key[8], or *bytes_key pointing
+   at a bytes key's own; its length, 0 for a key of None where one may be, -1 to give up. */
+static Py_ssize_t mask_key(const Row *r, PyObject *v, unsigned char *key,
+                           const unsigned char **bytes_key) {
+    if (v == Py_None && r->flags & F_KEY_OPTIONAL) return 0;
+    if (r->width == 0) {
+        if (v == NULL || !PyBytes_CheckExact(v) || PyBytes_GET_SIZE(v) == 0) return -1;
+        *bytes_key = (const unsigned char *)PyBytes_AS_STRING(v);
+        return PyBytes_GET_SIZE(v);
+    }
+    unsigned long long raw;
+    if (!int_raw(v, r->width, r->flags & ~F_SIGNED, &raw)) return -1;
+    write_uint(key, raw, r->width, r->flags & F_BIG);
+    *bytes_key = key;
+    return r->width;
+}
+
+/* q[:n] = p[:n] XOR-ed with key[:klen] repeated (masking twice unmasks). */
+static void mask_into(unsigned char *q, const unsigned char *p, Py_ssize_t n,
+                      const unsigned char *key, Py_ssize_t klen) {
+    Py_ssize_t j = 0;
+    if (klen == 4) {
+        /* WebSocket's key: a word at a time. */
+        uint32_t k, w;
+        memcpy(&k, key, 4);
+        for (; j + 4 <= n; j += 4) {
+            memcpy(&w, p + j, 4);
+            w ^= k;
+            memcpy(q + j, &w, 4);
+        }
+    }
+    for (; j < n; j++) q[j] = p[j] ^ key[j % klen];
+}
+
+/* A masked_bytes row at *ppos: its bytes, sized by its size row (r->index: a size row's size,
+   a derive row's value) or to `end` (-1), unmasked with its key row's (r->number) value.
+   0, or -1 to give up (a size that is not a plain int, is negative or runs past `end`). */
+static int decode_masked(FrameCodecObject *c, const Row *r, const unsigned char *data,
+                         Py_ssize_t *ppos, Py_ssize_t end, PyObject **values,
+                         const Py_ssize_t *sizes) {
+    Py_ssize_t pos = *ppos, n = end - pos;
+    if (r->index >= 0) {
+        if (c->rows[r->index].op == OP_SIZE) {
+            n = sizes[r->index];
+        } else {
+            long long v;
+            if (!operand(values[r->index], &v) || v < 0 || v > (long long)PY_SSIZE_T_MAX)
+                return -1;
+            n = (Py_ssize_t)v;
+        }
+        if (n > end - pos) return -1;
+    }
+    unsigned char buf[8];
+    const unsigned char *key = NULL;
+    Py_ssize_t klen = mask_key(r, values[r->number], buf, &key);
+    if (klen < 0) return -1;
+    PyObject *v = PyBytes_FromStringAndSize(klen ? NULL : (const char *)data + pos, n);
+    if ((values[r - c->rows] = v) == NULL) return -1;
+    if (klen) mask_into((unsigned char *)PyBytes_AS_STRING(v), data + pos, n, key, klen);
+    *ppos = pos + n;
+    return 0;
+}
+
+/* The integer value of a rule's operand: an int, a bool, or an int subclass (a spec enum)
+   that compares and computes as int does. */
+static int int_like(PyObject *v, long long *out) {
+    if (v == NULL) return 0;
+    PyTypeObject *t = Py_TYPE(v);
+    PyNumberMethods *n = t->tp_as_number, *i = PyLong_Type.tp_as_number;
+    int ok = PyLong_CheckExact(v) || PyBool_Check(v)
+             || (PyLong_Check(v) && t->tp_richcompare == PyLong_Type.tp_richcompare && n != NULL
+                 && n->nb_bool == i->nb_bool && n->nb_negative == i->nb_negative
+                 && n->nb_add == i->nb_add && n->nb_subtract == i->nb_subtract
+                 && n->nb_and == i->nb_and && n->nb_or == i->nb_or && n->nb_xor == i->nb_xor
+                 && n->nb_lshift == i->nb_lshift && n->nb_rshift == i->nb_rshift);
+    if (!ok) return 0;
+    int overflow;
+    *out = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow || (*out == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 0;
+    }
+    return 1;
+}
+
+/* Whether the rule of requires row `r` holds over the decoded values (`values`) or, encoding,
+   the slots of `obj`: 1 or 0, -1 to give up (an operand that is not a plain integer, a length
+   of anything but bytes, a step a 64-bit integer cannot take as Python's ints do). */
+static int rule_holds(const FrameCodecObject *c, const Row *r, PyObject *const *values,
+                      PyObject *obj) {
+    long long stack[EXPR_MAX_DEPTH];
+    int top = 0;
+    for (Py_ssize_t k = 0; k < r->prog_len; k++) {
+        const Step *st = &r->prog[k];
+        PyObject *v = NULL;
+        if (st->op == X_FIELD || st->op == X_LEN || st->op == X_HAS)
+            v = values ? values[st->arg] : slot(obj, c->rows[st->arg].offset);
+        switch (st->op) {
+        case X_FIELD: case X_CONST: case X_LEN: case X_HAS:
+            if (top >= EXPR_MAX_DEPTH) return -1;
+            if (st->op == X_CONST) {
+                stack[top] = st->arg;
+            } else if (st->op == X_FIELD) {
+                if (!int_like(v, &stack[top])) return -1;
+            } else if (st->op == X_LEN) {
+                if (v == NULL || !PyBytes_CheckExact(v)) return -1;
+                stack[top] = (long long)PyBytes_GET_SIZE(v);
+            } else {
+                if (v == NULL) return -1;
+                stack[top] = v != Py_None;
+            }
+            top++;
+            break;
+        case X_NOT: case X_NEG: {
+            if (top < 1) return -1;
+            long long a = stack[top - 1];
+            if (st->op == X_NEG && a == LLONG_MIN) return -1;
+            stack[top - 1] = st->op == X_NOT ? !a : -a;
+            break;
+        }
+        default: {
+            if (top < 2) return -1;
+            long long out;
+            if (binary_step(st->op, stack[top - 2], stack[top - 1], &out) < 0) return -1;
+            stack[--top - 1] = out;
+        }
+        }
+    }
+    return top == 1 ? stack[0] != 0 : -1;
+}
+
 /* Decode row `r` (one of the rows after OP_STRUCT) of codec `c` at *ppos: 0 on success with
    *ppos after it and its value in values[], -1 to give up. */
 static NOINLINE int decode_row(FrameCodecObject *c, const Row *r, PyObject *buf,
@@ -1010,6 +1147,12 @@ static NOINLINE int decode_row(FrameCodecObject *c, const Row *r, PyObject *buf,
             break;
         case OP_CONST_BYTES: case OP_FIXED: case OP_TEXT_REST:
             if (decode_fixed_row(r, data, &pos, end, &values[i]) < 0) return -1;
+            break;
+        case OP_MASKED_BYTES:
+            if (decode_masked(c, r, data, &pos, end, values, sizes) < 0) return -1;
+            break;
+        case OP_REQUIRES:  /* after every field: the values are all there */
+            if (rule_holds(c, r, values, NULL) != 1) return -1;
             break;
         case OP_STRUCT_RUN_WHEN: {
             int holds = condition_holds(c, r, values, NULL);
@@ -1391,6 +1534,26 @@ static int encode_lenenc(const Row *r, PyObject *v, Out *o) {
     return out_write(o, p, len);
 }
 
+/* Append masked_bytes row `r`: its value's bytes XOR-ed with its key's (sent as they are when
+   the key may be None and is). Its size, if any, was written by its size row, or is an integer
+   row the Python code writes as it is: the bytes are written whatever their length, as there.
+   0, or -1 to give up. */
+static int encode_masked(FrameCodecObject *c, const Row *r, PyObject *obj, Out *o) {
+    PyObject *v = slot(obj, r->offset);
+    unsigned char buf[8];
+    const unsigned char *key = NULL;
+    if (v == NULL || !PyBytes_CheckExact(v)) return -1;
+    Py_ssize_t klen = mask_key(r, slot(obj, c->rows[r->number].offset), buf, &key);
+    if (klen < 0) return -1;
+    Py_ssize_t n = PyBytes_GET_SIZE(v);
+    const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(v);
+    if (klen == 0) return out_write(o, (const char *)p, n);
+    if (out_reserve(o, n) < 0) return -1;
+    mask_into((unsigned char *)o->data + o->len, p, n, key, klen);
+    o->len += n;
+    return 0;
+}
+
 /* Append row `r` (one of the rows after OP_STRUCT) of codec `c` for `obj`: 0, or -1 to give
    up. counts[] holds what each count_of row wrote. */
 static NOINLINE int encode_row(FrameCodecObject *c, const Row *r, PyObject *obj, Out *o,
@@ -1532,6 +1695,12 @@ static NOINLINE int encode_row(FrameCodecObject *c, const Row *r, PyObject *obj,
             }
             break;
         }
+        case OP_MASKED_BYTES:
+            if (encode_masked(c, r, obj, o) < 0) return -1;
+            break;
+        case OP_REQUIRES:  /* the Python code raises the rule's error */
+            if (rule_holds(c, r, NULL, obj) != 1) return -1;
+            break;
         case OP_FIXED: case OP_TEXT_REST: {
             Py_ssize_t len;
             const char *p = prefixed_bytes(r, slot(obj, r->offset), &len);
@@ -1588,6 +1757,12 @@ static NOINLINE int encode_tank_row(FrameCodecObject *c, const Row *r, PyObject 
         case OP_DERIVE: {
             /* The value held must be what the program gives (the Python code checks it). */
             long long held;
+            if (r->offset < 0) {
+                /* Not stored (a size): nothing to check, its value kept for the programs. */
+                if (run_prog(r->prog, r->prog_len, &e, &v, 1) < 0) return -1;
+                computed[i] = v;
+                break;
+            }
             if (run_prog(r->prog, r->prog_len, &e, &v, 1) < 0
                     || !operand(slot(obj, r->offset), &held))
                 return -1;
@@ -2203,6 +2378,52 @@ static int check_tank_row(FrameCodecObject *self, Py_ssize_t i) {
     return 0;
 }
 
+/* Check a masked_bytes row (its key an earlier stored integer or bytes row, its size an
+   earlier size row measuring it, a derived integer, or none) or a requires row (after
+   every field row; its program reads earlier stored rows, whose values it checks itself). */
+static int check_websocket_row(FrameCodecObject *self, Py_ssize_t i) {
+    const Row *r = &self->rows[i];
+    if (r->op == OP_MASKED_BYTES) {
+        const Row *key = r->number < (unsigned long long)i ? &self->rows[r->number] : NULL;
+        if (key == NULL || key->offset < 0
+                || (r->width == 0 ? key->op != OP_FIXED || key->number != TEXT_BYTES
+                                  : key->op != OP_INT && key->op != OP_CONDITION))
+            return bad_row(i, "a mask's key is an earlier integer or bytes row");
+        if (r->width != 0 && r->width != 1 && r->width != 2 && r->width != 3 && r->width != 4
+                && r->width != 8)
+            return bad_row(i, "integer width must be 1, 2, 3, 4 or 8");
+        if (r->index >= 0) {
+            const Row *size = r->index < i ? &self->rows[r->index] : NULL;
+            if (size == NULL || !(size->op == OP_SIZE ? size->index == i : size->op == OP_DERIVE))
+                return bad_row(i, "masked bytes are sized by an earlier size or derive row");
+        }
+        return 0;
+    }
+    for (Py_ssize_t k = i + 1; k < self->nrows; k++)
+        if (self->rows[k].op != OP_REQUIRES && self->rows[k].op != OP_SKIP_TRAILING)
+            return bad_row(i, "rules come after every field");
+    int top = 0;
+    for (Py_ssize_t k = 0; k < r->prog_len; k++) {
+        const Step *st = &r->prog[k];
+        if (st->op == X_FIELD || st->op == X_LEN || st->op == X_HAS) {
+            if (st->arg < 0 || st->arg >= i || self->rows[st->arg].offset < 0)
+                return bad_row(i, "a rule reads earlier stored rows");
+            top++;
+        } else if (st->op == X_CONST) {
+            top++;
+        } else if (st->op == X_NOT || st->op == X_NEG) {
+            if (top < 1) return bad_row(i, "a rule's program does not balance");
+        } else if (st->op >= X_AND && st->op <= X_GE) {
+            if (top < 2) return bad_row(i, "a rule's program does not balance");
+            top--;
+        } else {
+            return bad_row(i, "unknown step in a rule");
+        }
+        if (top > EXPR_MAX_DEPTH) return bad_row(i, "a rule's program is too deep");
+    }
+    return top == 1 ? 0 : bad_row(i, "a rule's program does not balance");
+}
+
 /* Check row i against the others: the references the codec follows without checking. */
 static int check_row(FrameCodecObject *self, Py_ssize_t i) {
     Row *r = &self->rows[i];
@@ -2223,17 +2444,19 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
                  || r->op == OP_CONDITION || r->op == OP_BLOCKS || r->op == OP_PROTO_PREFIXED
                  || r->op == OP_STRUCT_WHEN || r->op == OP_PROTO_PREFIXED_WHEN
                  || r->op == OP_INT_WHEN || r->op == OP_PREFIXED_OPTIONAL || r->op == OP_DEFAULT_BOOL
-                 || r->op == OP_DERIVE || r->op == OP_STRUCT_ARGS
+                 || (r->op == OP_DERIVE && r->name != NULL) || r->op == OP_STRUCT_ARGS
                  || r->op == OP_ARRAY_ARGS || r->op == OP_STRUCT_SIZED || r->op == OP_MESSAGE_BYTES
                  || r->op == OP_LENENC || r->op == OP_FIXED
-                 || r->op == OP_TEXT_REST || r->op == OP_STRUCT_RUN_WHEN;
+                 || r->op == OP_TEXT_REST || r->op == OP_STRUCT_RUN_WHEN
+                 || r->op == OP_MASKED_BYTES;
     if (stored != (r->offset >= 0)) return bad_row(i, "stored fields, and only they, need a slot");
     if (r->op == OP_SIZE) {
         if (r->index <= i || r->index >= self->nrows) return bad_row(i, "size of a later row");
         Row *t = &self->rows[r->index];
-        if ((t->op != OP_PROTO && t->op != OP_BYTES && t->op != OP_SWITCH) || t->index != i)
-            return bad_row(i, "the measured row must be protobuf, bytes or a switch sized by "
-                              "this one");
+        if ((t->op != OP_PROTO && t->op != OP_BYTES && t->op != OP_SWITCH
+             && t->op != OP_MASKED_BYTES) || t->index != i)
+            return bad_row(i, "the measured row must be protobuf, bytes, masked bytes or a "
+                              "switch sized by this one");
         if (t->op == OP_SWITCH && r->index != i + 1)
             return bad_row(i, "a switch comes right after its size");
     }
@@ -2362,6 +2585,8 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
                 && r->width != 4 && r->width != 8)
             return bad_row(i, "peek width must be 1, 2, 3, 4 or 8");
     }
+    if ((r->op == OP_MASKED_BYTES || r->op == OP_REQUIRES) && check_websocket_row(self, i) < 0)
+        return -1;
     return check_tank_row(self, i);
 }
 
@@ -2486,6 +2711,9 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
             body = Py_None;
         }
         if (r->op == OP_VALUE) self->has_temp = 1;  /* read for the rows after it */
+        /* A derived size is not stored either (it has no slot name). */
+        if (r->op == OP_DERIVE && slot_name == Py_None) self->has_temp = 1;
+        if (r->op == OP_REQUIRES && parse_prog(r, obj) < 0) goto fail;
         if (is_tank_op(r->op) && attr != Py_None && parse_prog(r, attr) < 0) goto fail;
         if (r->op == OP_MESSAGE_BYTES) {
             /* The size's slot in the message of an earlier proto row. */

@@ -82,7 +82,9 @@ enum { /* FRAME_OPS */
     OP_FIXED = 39,
     OP_TEXT_REST = 40,
     OP_STRUCT_RUN_WHEN = 41,
-    OP_END = 42,
+    OP_MASKED_BYTES = 42,
+    OP_REQUIRES = 43,
+    OP_END = 44,
 };
 
 enum { /* FRAME_PRESENCE */
@@ -192,6 +194,8 @@ static const VocabularyWord VOCABULARY_WORDS[] = {
     {"FRAME_OPS", "fixed", OP_FIXED},
     {"FRAME_OPS", "text_rest", OP_TEXT_REST},
     {"FRAME_OPS", "struct_run_when", OP_STRUCT_RUN_WHEN},
+    {"FRAME_OPS", "masked_bytes", OP_MASKED_BYTES},
+    {"FRAME_OPS", "requires", OP_REQUIRES},
     {"FRAME_PRESENCE", "always", PRESENT_ALWAYS},
     {"FRAME_PRESENCE", "remaining", PRESENT_REMAINING},
     {"FRAME_PRESENCE", "peek", PRESENT_PEEK},

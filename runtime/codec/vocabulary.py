@@ -97,6 +97,11 @@ MAP_KEY_KINDS: Final = (
 #   fixed      bytes or UTF-8 text of a fixed length
 #   text_rest  UTF-8 text to the end of the region
 #   struct_run_when  a struct_run there when its program (EXPR_OPS) gives true, else None
+#   masked_bytes  bytes XOR-ed with the bytes of an earlier key row (an unsigned integer's, in
+#              its byte order, or bytes), repeated; sent as they are when the key is None. Sized
+#              by an earlier size row, an earlier integer row, or the rest of the region
+#   requires   no field of its own (after the fields): a rule (require:) whose program gives
+#              true; when it does not, the Python code raises its error
 FRAME_OPS: Final = ("int", "const", "size", "size_rest", "checksum", "proto", "bytes", "struct",
                     "uuid", "switch", "switch_key", "struct_run", "prefixed", "default",
                     "skip_trailing", "varint", "bool", "count_of", "struct_array", "condition",
@@ -104,7 +109,8 @@ FRAME_OPS: Final = ("int", "const", "size", "size_rest", "checksum", "proto", "b
                     "len_value", "int_when", "prefixed_optional", "default_bool",
                     "guard", "value", "derive", "struct_args", "array_args", "size_of_struct",
                     "struct_sized", "message_bytes",
-                    "lenenc", "const_bytes", "fixed", "text_rest", "struct_run_when")
+                    "lenenc", "const_bytes", "fixed", "text_rest", "struct_run_when",
+                    "masked_bytes", "requires")
 # Words of a plan the compiled codec takes without a row of their own: params of int and bool
 # kinds, which the holder's row passes as 64-bit integers.
 FRAME_PLAN_WORDS: Final = ("params",)
@@ -136,6 +142,9 @@ FRAME_ALIASES: Final = MappingProxyType({
     # A switch decoding another struct each way: a "switch" row without decoders (its struct
     # decodes through the Python methods, which take the direction), so it only encodes.
     "directional_switch": "switch",
+    # A derived integer that is the size of a later field: a "derive" row whose value is not
+    # stored (the struct has no attribute for it) and which encoding does not check.
+    "derived_size": "derive",
 })
 FRAME_PRESENCE: Final = ("always", "remaining", "peek")
 # The integer widths, in bytes, the frame codec reads and writes (3: u24/i24, MariaDB's packet

@@ -51,6 +51,7 @@ from protoframe.generator.layout_ops import (
     SizeRest,
     String,
     Switch,
+    Terminated,
     WithArgs,
     kind_op,
     len_value,
@@ -192,6 +193,10 @@ def _tubemq_rows(op: FieldOp, head: str, ref: Callable[[MessageType], str]) -> s
             p = inner.region.prefix
             kind = inner.encoding if isinstance(inner, String) else "bytes"
             return f"{head}, {q(p if isinstance(p, str) else p.name)}, {q(kind)}, None)"
+        case Terminated(text=text, encoding=encoding, terminator=terminator) if (
+                op.word == "terminated"):
+            kind = encoding if text else "bytes"
+            return f"{head}, None, {q(kind)}, {bytes_literal(terminator)})"
         case MaskedBytes(key=key, key_int=key_int, region=Region(size=str(size))) if (
                 op.word == "masked_bytes"):
             key_type = q(key_int.name) if key_int is not None else "None"
@@ -320,6 +325,9 @@ def layout_lines(plans: list[LayoutPlan], ref: Callable[[MessageType], str]) -> 
             continue
         entries.append(f"    ({plan.name}, {plan.check_end}, (")
         params = [p.name for p in plan.struct.params]
+        if plan.delimiter is not None:
+            entries.append(f"        ({q('delimited')}, None, None, "
+                           f"{bytes_literal(plan.delimiter)}, None),")
         for op in plan.field_ops:
             for row in _tank_rows(op, params) or [_message_bytes_row(plan, op) or _row(op, ref)]:
                 entries += fit_tuple_row(row, "        ")

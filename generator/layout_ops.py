@@ -552,10 +552,19 @@ class Bits(FieldOp):
 class Terminated(FieldOp):
     """Bytes or text (``text``) ended by ``terminator`` in the struct's region (a C string)."""
 
-    word: ClassVar[str] = "terminated"
     text: bool
     encoding: str
     terminator: bytes
+
+    @property
+    def word(self) -> str:  # type: ignore[override]
+        """``terminated`` (in the C vocabulary) for bytes, UTF-8 or modified UTF-8 text always
+        there; ``terminated_other`` otherwise."""
+        f = self.field
+        if (unconditional(f) and f.compression is None and f.value is None
+                and (not self.text or self.encoding in ("utf8", "mutf8"))):
+            return "terminated"
+        return "terminated_other"
 
 
 @dataclass(frozen=True)

@@ -203,6 +203,7 @@ class LayoutPlan:
         rows = len(ops) + self.skips_trailing
         rows += sum(1 for op in ops if op.word == "guard")  # a guard row before its field's
         rows += sum(len(op.exprs) for op in self.ops if isinstance(op, Requires))  # one a rule
+        rows += self.delimiter is not None  # a row of its own, first
         return (bool(ops) and rows <= vocabulary.FRAME_MAX_ROWS and not self.unknown_to_c
                 and all(op.plan.compiled for op in ops if isinstance(op, Nested))
                 and c_links_hold(ops) and programs_hold(self) and rules_hold(self))

@@ -110,6 +110,7 @@ struct FrameCodecObject {
     destructor saved_dealloc;  /* cls->tp_dealloc before slotted_dealloc, or NULL */
     int nparams;                /* the struct's params (params:), passed by the holder's row */
     int has_message_sizes;     /* message_bytes rows: encoding sets their sizes first */
+    PyObject *delimiter;        /* a delimited struct's delimiter (its first row's), or NULL */
 };
 
 static PyTypeObject FrameCodec_Type;
@@ -1000,6 +1001,36 @@ static int rule_holds(const FrameCodecObject *c, const Row *r, PyObject *const *
     return top == 1 ? stack[0] != 0 : -1;
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* terminated bytes and text, delimited structs (WebSocket's handshake, MariaDB's strings) */
+
+/* Where the bytes `t` (of tlen) first occur in p[:n], or -1. */
+static Py_ssize_t find_bytes(const unsigned char *p, Py_ssize_t n, const char *t,
+                             Py_ssize_t tlen) {
+    if (tlen == 1) {
+        const unsigned char *at = memchr(p, (unsigned char)t[0], (size_t)n);
+        return at == NULL ? -1 : at - p;
+    }
+    for (Py_ssize_t k = 0; k + tlen <= n; k++) {
+        const unsigned char *at = memchr(p + k, (unsigned char)t[0], (size_t)(n - k - tlen + 1));
+        if (at == NULL) return -1;
+        k = at - p;
+        if (memcmp(at, t, (size_t)tlen) == 0) return k;
+    }
+    return -1;
+}
+
+/* A terminated row at *ppos: the bytes or text before its terminator (r->obj), *ppos after
+   the terminator. 0, or -1 to give up (no terminator before `end`, text that is not UTF-8). */
+static int decode_terminated(const Row *r, const unsigned char *data, Py_ssize_t *ppos,
+                             Py_ssize_t end, PyObject **value) {
+    Py_ssize_t pos = *ppos, tlen = PyBytes_GET_SIZE(r->obj);
+    Py_ssize_t n = find_bytes(data + pos, end - pos, PyBytes_AS_STRING(r->obj), tlen);
+    if (n < 0 || (*value = prefixed_value(r, data + pos, n)) == NULL) return -1;
+    *ppos = pos + n + tlen;
+    return 0;
+}
+
 /* Decode row `r` (one of the rows after OP_STRUCT) of codec `c` at *ppos: 0 on success with
    *ppos after it and its value in values[], -1 to give up. */
 static NOINLINE int decode_row(FrameCodecObject *c, const Row *r, PyObject *buf,
@@ -1154,6 +1185,9 @@ static NOINLINE int decode_row(FrameCodecObject *c, const Row *r, PyObject *buf,
         case OP_REQUIRES:  /* after every field: the values are all there */
             if (rule_holds(c, r, values, NULL) != 1) return -1;
             break;
+        case OP_TERMINATED:
+            if (decode_terminated(r, data, &pos, end, &values[i]) < 0) return -1;
+            break;
         case OP_STRUCT_RUN_WHEN: {
             int holds = condition_holds(c, r, values, NULL);
             if (holds < 0) return -1;
@@ -1245,6 +1279,14 @@ static PyObject *decode_struct_p(FrameCodecObject *c, PyObject *buf, Py_ssize_t 
             if (values[i] == NULL) goto give_up;
             break;
         }
+        case OP_DELIMITED: {
+            /* The first row: the fields end where the delimiter first occurs. */
+            Py_ssize_t at = find_bytes(data + pos, end - pos, PyBytes_AS_STRING(r->obj),
+                                       PyBytes_GET_SIZE(r->obj));
+            if (at < 0) goto give_up;
+            end = pos + at;
+            break;
+        }
         default: {
             /* The rows issue #21 added, out of line: the loop over Pulsar's rows stays as
                small as it was. */
@@ -1258,6 +1300,11 @@ static PyObject *decode_struct_p(FrameCodecObject *c, PyObject *buf, Py_ssize_t 
         }
     }
     if (c->check_end && pos != end) goto give_up;
+    if (c->delimiter != NULL) {
+        /* The fields fill the bytes before the delimiter (the Python code's error if not). */
+        if (pos != end) goto give_up;
+        pos = end + PyBytes_GET_SIZE(c->delimiter);
+    }
     obj = c->cls->tp_alloc(c->cls, 0);
     if (obj == NULL) goto give_up;
     for (i = 0; i < n; i++) {
@@ -1554,6 +1601,23 @@ static int encode_masked(FrameCodecObject *c, const Row *r, PyObject *obj, Out *
     return 0;
 }
 
+/* Append a terminated row: its value's bytes, then the terminator. -1 to give up on a value
+   that is not plain or would be read back shorter: one holding the terminator, or (a longer
+   terminator) ending with its start, where value + terminator holds it sooner. */
+static int encode_terminated(const Row *r, PyObject *v, Out *o) {
+    Py_ssize_t n, tlen = PyBytes_GET_SIZE(r->obj);
+    const char *p = prefixed_bytes(r, v, &n), *t = PyBytes_AS_STRING(r->obj);
+    if (p == NULL) return -1;
+    if (find_bytes((const unsigned char *)p, n, t, tlen) >= 0) return -1;
+    for (Py_ssize_t k = n - tlen + 1 > 0 ? n - tlen + 1 : 0; k < n; k++) {
+        Py_ssize_t m = n - k;  /* < tlen: the value's tail, then the terminator's head */
+        if (memcmp(p + k, t, (size_t)m) == 0 && memcmp(t, t + m, (size_t)(tlen - m)) == 0)
+            return -1;
+    }
+    if (out_write(o, p, n) < 0) return -1;
+    return out_write(o, t, tlen);
+}
+
 /* Append row `r` (one of the rows after OP_STRUCT) of codec `c` for `obj`: 0, or -1 to give
    up. counts[] holds what each count_of row wrote. */
 static NOINLINE int encode_row(FrameCodecObject *c, const Row *r, PyObject *obj, Out *o,
@@ -1700,6 +1764,11 @@ static NOINLINE int encode_row(FrameCodecObject *c, const Row *r, PyObject *obj,
             break;
         case OP_REQUIRES:  /* the Python code raises the rule's error */
             if (rule_holds(c, r, NULL, obj) != 1) return -1;
+            break;
+        case OP_TERMINATED:
+            if (encode_terminated(r, slot(obj, r->offset), o) < 0) return -1;
+            break;
+        case OP_DELIMITED:  /* written at the end (encode_struct_p) */
             break;
         case OP_FIXED: case OP_TEXT_REST: {
             Py_ssize_t len;
@@ -1963,6 +2032,14 @@ static int encode_struct_p(FrameCodecObject *c, PyObject *obj, Out *o, int depth
         Py_DECREF(sum);
         if (!ok) goto done;
         write_uint((unsigned char *)o->data + at[i], raw, r->width, r->flags & F_BIG);
+    }
+    if (c->delimiter != NULL) {
+        /* Content holding the delimiter would be read back cut: the Python code's error. */
+        const char *d = PyBytes_AS_STRING(c->delimiter);
+        Py_ssize_t dlen = PyBytes_GET_SIZE(c->delimiter), start = n ? at[0] : o->len;
+        if (find_bytes((const unsigned char *)o->data + start, o->len - start, d, dlen) >= 0
+                || out_write(o, d, dlen) < 0)
+            goto done;
     }
     rc = 0;
 done:
@@ -2448,7 +2525,7 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
                  || r->op == OP_ARRAY_ARGS || r->op == OP_STRUCT_SIZED || r->op == OP_MESSAGE_BYTES
                  || r->op == OP_LENENC || r->op == OP_FIXED
                  || r->op == OP_TEXT_REST || r->op == OP_STRUCT_RUN_WHEN
-                 || r->op == OP_MASKED_BYTES;
+                 || r->op == OP_MASKED_BYTES || r->op == OP_TERMINATED;
     if (stored != (r->offset >= 0)) return bad_row(i, "stored fields, and only they, need a slot");
     if (r->op == OP_SIZE) {
         if (r->index <= i || r->index >= self->nrows) return bad_row(i, "size of a later row");
@@ -2587,6 +2664,9 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
     }
     if ((r->op == OP_MASKED_BYTES || r->op == OP_REQUIRES) && check_websocket_row(self, i) < 0)
         return -1;
+    if (r->op == OP_TERMINATED && (r->obj == NULL || !PyBytes_CheckExact(r->obj)
+                                   || PyBytes_GET_SIZE(r->obj) == 0 || r->number > TEXT_MUTF8))
+        return bad_row(i, "a terminated row needs its terminator and text kind");
     return check_tank_row(self, i);
 }
 
@@ -2714,6 +2794,13 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
         /* A derived size is not stored either (it has no slot name). */
         if (r->op == OP_DERIVE && slot_name == Py_None) self->has_temp = 1;
         if (r->op == OP_REQUIRES && parse_prog(r, obj) < 0) goto fail;
+        if (r->op == OP_DELIMITED) {
+            if (i != 0 || !PyBytes_CheckExact(obj) || PyBytes_GET_SIZE(obj) == 0) {
+                bad_row(i, "a delimiter is the first row, and bytes");
+                goto fail;
+            }
+            self->delimiter = obj;  /* the row's reference */
+        }
         if (is_tank_op(r->op) && attr != Py_None && parse_prog(r, attr) < 0) goto fail;
         if (r->op == OP_MESSAGE_BYTES) {
             /* The size's slot in the message of an earlier proto row. */

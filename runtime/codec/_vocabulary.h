@@ -84,7 +84,9 @@ enum { /* FRAME_OPS */
     OP_STRUCT_RUN_WHEN = 41,
     OP_MASKED_BYTES = 42,
     OP_REQUIRES = 43,
-    OP_END = 44,
+    OP_TERMINATED = 44,
+    OP_DELIMITED = 45,
+    OP_END = 46,
 };
 
 enum { /* FRAME_PRESENCE */
@@ -196,6 +198,8 @@ static const VocabularyWord VOCABULARY_WORDS[] = {
     {"FRAME_OPS", "struct_run_when", OP_STRUCT_RUN_WHEN},
     {"FRAME_OPS", "masked_bytes", OP_MASKED_BYTES},
     {"FRAME_OPS", "requires", OP_REQUIRES},
+    {"FRAME_OPS", "terminated", OP_TERMINATED},
+    {"FRAME_OPS", "delimited", OP_DELIMITED},
     {"FRAME_PRESENCE", "always", PRESENT_ALWAYS},
     {"FRAME_PRESENCE", "remaining", PRESENT_REMAINING},
     {"FRAME_PRESENCE", "peek", PRESENT_PEEK},

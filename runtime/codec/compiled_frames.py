@@ -102,6 +102,9 @@ if _framecodec is not None:
 #                   sent as they are)
 #   op "requires":  a rule (its name is None), after the field rows: ref a program as for
 #                   "struct_when" ("len" and "has" naming earlier rows too) that must give true
+#   op "terminated": bytes or text ("bytes", "utf8", "mutf8" as ref says) ended by the bytes
+#                   extra
+#   op "delimited": the first row (its name is None): the struct ends with the bytes ref
 #   op "skip_trailing": the last row (its name is None): bytes after the last field are skipped
 # The rows TANK brought; a program is as a condition's, and may also push a param by its
 # number ("param", k) and an array item's index ("index", None):
@@ -131,7 +134,7 @@ _STORED = {"int", "proto", vocabulary.ENVELOPE, "bytes", "struct", "uuid", "swit
            "condition", "blocks", "proto_prefixed", "struct_when", "proto_prefixed_when",
            "int_when", "prefixed_optional", "default_bool", "derive", "struct_args",
            "array_args", "struct_sized", "message_bytes",
-           "lenenc", "fixed", "text_rest", "struct_run_when", "masked_bytes"}
+           "lenenc", "fixed", "text_rest", "struct_run_when", "masked_bytes", "terminated"}
 _TEXT_KINDS = {"bytes": 0, "utf8": 1, "mutf8": 2}
 _PRESENCE = {None: vocabulary.PRESENCE["always"], "remaining": vocabulary.PRESENCE["remaining"]}
 _PEEK = vocabulary.PRESENCE["peek"]
@@ -328,6 +331,10 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any],
             size, key_optional = extra
             at, number = -1 if size is None else index[size], index[ref]
             flags |= _KEY_OPTIONAL if key_optional else 0
+        elif op == "terminated":
+            number, obj = _TEXT_KINDS[ref], extra
+        elif op == "delimited":
+            obj = ref
         elif op == "requires":
             obj = tuple((vocabulary.EXPR[word], index[arg] if isinstance(arg, str) else arg or 0)
                         for word, arg in ref)

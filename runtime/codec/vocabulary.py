@@ -102,6 +102,11 @@ MAP_KEY_KINDS: Final = (
 #              by an earlier size row, an earlier integer row, or the rest of the region
 #   requires   no field of its own (after the fields): a rule (require:) whose program gives
 #              true; when it does not, the Python code raises its error
+#   terminated bytes or UTF-8 text ended by a terminator (bytes) in the struct's region, which
+#              the value may not hold (a C string, a request line's words)
+#   delimited  no field of its own (the first row): the struct ends with a delimiter, its
+#              fields read from the bytes before its first occurrence (which they fill), and
+#              written after them (content holding it gives up)
 FRAME_OPS: Final = ("int", "const", "size", "size_rest", "checksum", "proto", "bytes", "struct",
                     "uuid", "switch", "switch_key", "struct_run", "prefixed", "default",
                     "skip_trailing", "varint", "bool", "count_of", "struct_array", "condition",
@@ -110,7 +115,7 @@ FRAME_OPS: Final = ("int", "const", "size", "size_rest", "checksum", "proto", "b
                     "guard", "value", "derive", "struct_args", "array_args", "size_of_struct",
                     "struct_sized", "message_bytes",
                     "lenenc", "const_bytes", "fixed", "text_rest", "struct_run_when",
-                    "masked_bytes", "requires")
+                    "masked_bytes", "requires", "terminated", "delimited")
 # Words of a plan the compiled codec takes without a row of their own: params of int and bool
 # kinds, which the holder's row passes as 64-bit integers.
 FRAME_PLAN_WORDS: Final = ("params",)

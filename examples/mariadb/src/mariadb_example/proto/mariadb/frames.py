@@ -1478,6 +1478,11 @@ class StreamDecoder(FrameStream[Packet | Greeting]):
 # runtime/codec/compiled_frames.py); these methods stay the reference and run on whatever it gives
 # up on.
 install_frame_layouts((
+    (AuthSwitchRequest, True, (
+        ("const", "header", "u8", 0xfe, None),
+        ("terminated", "plugin_name", None, "utf8", b"\x00"),
+        ("bytes", "plugin_data", None, None, None),
+    )),
     (AuthSwitchResponse, True, (
         ("bytes", "data", None, None, None),
     )),

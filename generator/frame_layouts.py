@@ -42,8 +42,10 @@ from protoframe.generator.layout_ops import (
     Prefix,
     ProtoBody,
     ProtoOther,
+    RangedInt,
     ReadBool,
     ReadInt,
+    ReadLenenc,
     ReadUuid,
     ReadVarint,
     Region,
@@ -150,8 +152,8 @@ def _more_rows(op: FieldOp, head: str, ref: Callable[[MessageType], str]) -> str
                 op.word == "lenenc"):
             kind = inner.encoding if isinstance(inner, String) else "bytes"
             return f"{head}, None, {q(kind)}, {r.nullable})"
-        case ConstBytes(wire=wire) | FixedLength(inner=ConstBytes(wire=wire)) if (
-                op.word == "const_bytes"):
+        case ConstBytes(wire=wire) | FixedLength(inner=ConstBytes(wire=wire)) | Prefix(
+                inner=ConstBytes(wire=wire)) if op.word == "const_bytes":
             return f"{head}, None, {bytes_literal(wire)}, None)"
         case FixedLength(inner=BytesOther() | String() as inner, length=length) if (
                 op.word == "fixed"):
@@ -193,6 +195,12 @@ def _tubemq_rows(op: FieldOp, head: str, ref: Callable[[MessageType], str]) -> s
             p = inner.region.prefix
             kind = inner.encoding if isinstance(inner, String) else "bytes"
             return f"{head}, {q(p if isinstance(p, str) else p.name)}, {q(kind)}, None)"
+        case RangedInt(shape=shape, low=low, high=high, nonzero=nonzero) if (
+                op.word == "int_range"):
+            name = shape if isinstance(shape, str) else shape.name
+            return f"{head}, {q(name)}, ({low}, {high}, {nonzero}), None)"
+        case ReadLenenc(const=const, nullable=nullable) if op.word == "lenenc_int":
+            return f"{head}, None, {'None' if const is None else hex(const)}, {nullable})"
         case Terminated(text=text, encoding=encoding, terminator=terminator) if (
                 op.word == "terminated"):
             kind = encoding if text else "bytes"

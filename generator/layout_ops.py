@@ -363,11 +363,20 @@ class ReadLenenc(FieldOp):
     """A MySQL length-encoded integer (``encoding: lenenc``); ``nullable``: its NULL (0xfb)
     reads as None, else NULL is an error; ``const``: the value it must have."""
 
-    # Not the C vocabulary's "lenenc" (bytes or text after such an integer): the compiled
-    # codec has no row for the integer itself, so a struct holding one keeps the Python codec.
-    word: ClassVar[str] = "lenenc_int"
     const: int | None
     nullable: bool
+
+    @property
+    def word(self) -> str:  # type: ignore[override]
+        """``lenenc_int`` (in the C vocabulary; not its "lenenc", bytes or text after such an
+        integer) for one stored as read or a constant, always there; ``lenenc_int_other``
+        otherwise."""
+        f = self.field
+        if (unconditional(f) and f.size_of is None and f.value is None and f.count_of is None
+                and f.checksum is None and f.size_range is None and not f.is_switch_key
+                and (self.const is None or 0 <= self.const < 2**64 and not self.nullable)):
+            return "lenenc_int"
+        return "lenenc_int_other"
 
 
 @dataclass(frozen=True)
@@ -581,11 +590,16 @@ class RangedInt(FieldOp):
     """A stored integer whose values are bounded (``min:``, ``max:``, ``nonzero:``): ``low`` and
     ``high`` are None where the type itself bounds it, ``nonzero`` only when 0 is in range."""
 
-    word: ClassVar[str] = "int_range"
     shape: IntType | Literal["varint"]
     low: int | None
     high: int | None
     nonzero: bool
+
+    @property
+    def word(self) -> str:  # type: ignore[override]
+        """``int_range`` (in the C vocabulary) for a stored integer always there, nothing but
+        its range on it; ``int_range_other`` otherwise."""
+        return "int_range" if _plain_stored(self.field, None, False) else "int_range_other"
 
 
 @dataclass(frozen=True)
@@ -859,6 +873,8 @@ class Prefix(Wrap):
                     and f.const is None and f.value is None
                     and (not isinstance(inner, String) or inner.encoding == "utf8")):
                 return "lenenc"
+            case ConstBytes():
+                return inner.word  # its wire form holds the prefix
         return "prefix"
 
 

@@ -61,6 +61,7 @@ typedef struct {
     Py_ssize_t block_size;      /* ... the most bytes a block holds */
     Py_ssize_t max_blocks;      /* ... and the most blocks, or -1 for no limit */
     Py_ssize_t size_offset;     /* a message_bytes row: the slot of its size in the message */
+    unsigned long long range_lo, range_hi;  /* an int_range row's bounds (signed if it is) */
 } Row;
 
 /* The other rows (see vocabulary.py):
@@ -1031,6 +1032,80 @@ static int decode_terminated(const Row *r, const unsigned char *data, Py_ssize_t
     return 0;
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* integers with a range, MySQL's length-encoded integers (MariaDB's packets) */
+
+#define F_NONZERO 128       /* an int_range row: 0 is not allowed */
+#define F_LENENC_CONST 256  /* a lenenc_int row: a constant (number), not stored */
+
+/* Whether the raw value of int_range row `r` is in its range (lo, hi: signed when the row is). */
+static int in_range(const Row *r, unsigned long long raw) {
+    if (r->flags & F_NONZERO && raw == 0) return 0;
+    if (r->flags & F_SIGNED) {
+        long long v = signed_of(raw, r->width);
+        return (long long)r->range_lo <= v && v <= (long long)r->range_hi;
+    }
+    return r->range_lo <= raw && raw <= r->range_hi;
+}
+
+/* An int_range row at *ppos (as an int or varint row reads it): 0, or -1 to give up (too few
+   bytes, a value out of its range, which the Python code reports). */
+static int decode_int_range(const Row *r, const unsigned char *data, Py_ssize_t *ppos,
+                            Py_ssize_t end, PyObject **value) {
+    unsigned long long raw;
+    Py_ssize_t pos = *ppos;
+    if (r->flags & F_VARINT) {
+        int used = read_varint(data + pos, end - pos, &raw);
+        if (used == 0) return -1;
+        pos += used;
+    } else {
+        if (end - pos < r->width) return -1;
+        raw = read_uint(data + pos, r->width, r->flags & F_BIG);
+        pos += r->width;
+    }
+    if (!in_range(r, raw)) return -1;
+    *value = r->flags & F_VARINT ? PyLong_FromUnsignedLongLong(raw)
+                                 : int_value(raw, r->width, r->flags);
+    if (*value == NULL) return -1;
+    *ppos = pos;
+    return 0;
+}
+
+/* The length-encoded integer at *ppos, any form: 1 with *v set, 0 for NULL (0xfb), -1 to give
+   up (0xff, too few bytes); *ppos after it. */
+static int read_lenenc_int(const unsigned char *data, Py_ssize_t *ppos, Py_ssize_t end,
+                           unsigned long long *v) {
+    Py_ssize_t pos = *ppos;
+    if (pos >= end) return -1;
+    unsigned int first = data[pos++];
+    if (first == 0xfb) {
+        *ppos = pos;
+        return 0;
+    }
+    *v = first;
+    if (first > 0xfb) {
+        int width = first == 0xfc ? 2 : first == 0xfd ? 3 : first == 0xfe ? 8 : 0;
+        if (width == 0 || end - pos < width) return -1;
+        *v = read_uint(data + pos, width, 0);
+        pos += width;
+    }
+    *ppos = pos;
+    return 1;
+}
+
+/* A lenenc_int row at *ppos: 0 (its value, or None for NULL when nullable, in *value; a
+   constant checked), -1 to give up (NULL where none may be, another constant). */
+static int decode_lenenc_int(const Row *r, const unsigned char *data, Py_ssize_t *ppos,
+                             Py_ssize_t end, PyObject **value) {
+    unsigned long long v = 0;
+    int got = read_lenenc_int(data, ppos, end, &v);
+    if (got < 0 || (got == 0 && (!(r->flags & F_NULLABLE) || r->flags & F_LENENC_CONST)))
+        return -1;
+    if (r->flags & F_LENENC_CONST) return v == r->number ? 0 : -1;
+    *value = got == 0 ? Py_NewRef(Py_None) : PyLong_FromUnsignedLongLong(v);
+    return *value == NULL ? -1 : 0;
+}
+
 /* Decode row `r` (one of the rows after OP_STRUCT) of codec `c` at *ppos: 0 on success with
    *ppos after it and its value in values[], -1 to give up. */
 static NOINLINE int decode_row(FrameCodecObject *c, const Row *r, PyObject *buf,
@@ -1187,6 +1262,12 @@ static NOINLINE int decode_row(FrameCodecObject *c, const Row *r, PyObject *buf,
             break;
         case OP_TERMINATED:
             if (decode_terminated(r, data, &pos, end, &values[i]) < 0) return -1;
+            break;
+        case OP_INT_RANGE:
+            if (decode_int_range(r, data, &pos, end, &values[i]) < 0) return -1;
+            break;
+        case OP_LENENC_INT:
+            if (decode_lenenc_int(r, data, &pos, end, &values[i]) < 0) return -1;
             break;
         case OP_STRUCT_RUN_WHEN: {
             int holds = condition_holds(c, r, values, NULL);
@@ -1618,6 +1699,39 @@ static int encode_terminated(const Row *r, PyObject *v, Out *o) {
     return out_write(o, t, tlen);
 }
 
+/* Append `v` as a length-encoded integer in its shortest form. */
+static int out_lenenc_int(Out *o, unsigned long long n) {
+    if (out_reserve(o, 9) < 0) return -1;
+    unsigned char *q = (unsigned char *)o->data + o->len;
+    int width = n < 0xfb ? 0 : n < 0x10000 ? 2 : n < 0x1000000 ? 3 : 8;
+    if (width == 0) {
+        q[0] = (unsigned char)n;
+    } else {
+        q[0] = (unsigned char)(width == 2 ? 0xfc : width == 3 ? 0xfd : 0xfe);
+        write_uint(q + 1, n, width, 0);
+    }
+    o->len += 1 + width;
+    return 0;
+}
+
+/* Append an int_range or lenenc_int row: 0, or -1 to give up on a value out of its range, not
+   an int, or (lenenc_int) None where it may not be. */
+static int encode_ranged_int(const Row *r, PyObject *v, Out *o) {
+    unsigned long long raw;
+    if (r->op == OP_LENENC_INT) {
+        if (r->flags & F_LENENC_CONST) return out_lenenc_int(o, r->number);
+        if (v == Py_None && r->flags & F_NULLABLE) return out_write(o, "\xfb", 1);
+        if (!int_raw(v, 8, 0, &raw)) return -1;
+        return out_lenenc_int(o, raw);
+    }
+    if (r->flags & F_VARINT) {
+        if (!int_raw(v, 8, 0, &raw) || !in_range(r, raw)) return -1;
+        return out_varint(o, raw);
+    }
+    if (!int_raw(v, r->width, r->flags, &raw) || !in_range(r, raw)) return -1;
+    return out_uint(o, raw, r->width, r->flags);
+}
+
 /* Append row `r` (one of the rows after OP_STRUCT) of codec `c` for `obj`: 0, or -1 to give
    up. counts[] holds what each count_of row wrote. */
 static NOINLINE int encode_row(FrameCodecObject *c, const Row *r, PyObject *obj, Out *o,
@@ -1767,6 +1881,10 @@ static NOINLINE int encode_row(FrameCodecObject *c, const Row *r, PyObject *obj,
             break;
         case OP_TERMINATED:
             if (encode_terminated(r, slot(obj, r->offset), o) < 0) return -1;
+            break;
+        case OP_INT_RANGE: case OP_LENENC_INT:
+            if (encode_ranged_int(r, r->offset >= 0 ? slot(obj, r->offset) : NULL, o) < 0)
+                return -1;
             break;
         case OP_DELIMITED:  /* written at the end (encode_struct_p) */
             break;
@@ -2525,7 +2643,8 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
                  || r->op == OP_ARRAY_ARGS || r->op == OP_STRUCT_SIZED || r->op == OP_MESSAGE_BYTES
                  || r->op == OP_LENENC || r->op == OP_FIXED
                  || r->op == OP_TEXT_REST || r->op == OP_STRUCT_RUN_WHEN
-                 || r->op == OP_MASKED_BYTES || r->op == OP_TERMINATED;
+                 || r->op == OP_MASKED_BYTES || r->op == OP_TERMINATED || r->op == OP_INT_RANGE
+                 || (r->op == OP_LENENC_INT && !(r->flags & F_LENENC_CONST));
     if (stored != (r->offset >= 0)) return bad_row(i, "stored fields, and only they, need a slot");
     if (r->op == OP_SIZE) {
         if (r->index <= i || r->index >= self->nrows) return bad_row(i, "size of a later row");
@@ -2664,6 +2783,9 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
     }
     if ((r->op == OP_MASKED_BYTES || r->op == OP_REQUIRES) && check_websocket_row(self, i) < 0)
         return -1;
+    if (r->op == OP_INT_RANGE && !(r->flags & F_VARINT) && r->width != 1 && r->width != 2
+            && r->width != 3 && r->width != 4 && r->width != 8)
+        return bad_row(i, "integer width must be 1, 2, 3, 4 or 8");
     if (r->op == OP_TERMINATED && (r->obj == NULL || !PyBytes_CheckExact(r->obj)
                                    || PyBytes_GET_SIZE(r->obj) == 0 || r->number > TEXT_MUTF8))
         return bad_row(i, "a terminated row needs its terminator and text kind");
@@ -2794,6 +2916,11 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
         /* A derived size is not stored either (it has no slot name). */
         if (r->op == OP_DERIVE && slot_name == Py_None) self->has_temp = 1;
         if (r->op == OP_REQUIRES && parse_prog(r, obj) < 0) goto fail;
+        if (r->op == OP_INT_RANGE && (!PyTuple_Check(obj) || !PyArg_ParseTuple(
+                obj, "KK:int_range bounds", &r->range_lo, &r->range_hi))) {
+            if (!PyErr_Occurred()) bad_row(i, "an int_range row needs its bounds");
+            goto fail;
+        }
         if (r->op == OP_DELIMITED) {
             if (i != 0 || !PyBytes_CheckExact(obj) || PyBytes_GET_SIZE(obj) == 0) {
                 bad_row(i, "a delimiter is the first row, and bytes");

@@ -86,7 +86,9 @@ enum { /* FRAME_OPS */
     OP_REQUIRES = 43,
     OP_TERMINATED = 44,
     OP_DELIMITED = 45,
-    OP_END = 46,
+    OP_INT_RANGE = 46,
+    OP_LENENC_INT = 47,
+    OP_END = 48,
 };
 
 enum { /* FRAME_PRESENCE */
@@ -200,6 +202,8 @@ static const VocabularyWord VOCABULARY_WORDS[] = {
     {"FRAME_OPS", "requires", OP_REQUIRES},
     {"FRAME_OPS", "terminated", OP_TERMINATED},
     {"FRAME_OPS", "delimited", OP_DELIMITED},
+    {"FRAME_OPS", "int_range", OP_INT_RANGE},
+    {"FRAME_OPS", "lenenc_int", OP_LENENC_INT},
     {"FRAME_PRESENCE", "always", PRESENT_ALWAYS},
     {"FRAME_PRESENCE", "remaining", PRESENT_REMAINING},
     {"FRAME_PRESENCE", "peek", PRESENT_PEEK},

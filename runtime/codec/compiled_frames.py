@@ -104,6 +104,10 @@ if _framecodec is not None:
 #                   "struct_when" ("len" and "has" naming earlier rows too) that must give true
 #   op "terminated": bytes or text ("bytes", "utf8", "mutf8" as ref says) ended by the bytes
 #                   extra
+#   op "int_range": an integer of int_type ("varint" for a varint), ref (lowest, highest,
+#                   nonzero): None where its type bounds it
+#   op "lenenc_int": a length-encoded integer; ref its constant (not stored) or None, extra
+#                   True when NULL (0xfb) reads as None
 #   op "delimited": the first row (its name is None): the struct ends with the bytes ref
 #   op "skip_trailing": the last row (its name is None): bytes after the last field are skipped
 # The rows TANK brought; a program is as a condition's, and may also push a param by its
@@ -134,7 +138,8 @@ _STORED = {"int", "proto", vocabulary.ENVELOPE, "bytes", "struct", "uuid", "swit
            "condition", "blocks", "proto_prefixed", "struct_when", "proto_prefixed_when",
            "int_when", "prefixed_optional", "default_bool", "derive", "struct_args",
            "array_args", "struct_sized", "message_bytes",
-           "lenenc", "fixed", "text_rest", "struct_run_when", "masked_bytes", "terminated"}
+           "lenenc", "fixed", "text_rest", "struct_run_when", "masked_bytes", "terminated",
+           "int_range", "lenenc_int"}
 _TEXT_KINDS = {"bytes": 0, "utf8": 1, "mutf8": 2}
 _PRESENCE = {None: vocabulary.PRESENCE["always"], "remaining": vocabulary.PRESENCE["remaining"]}
 _PEEK = vocabulary.PRESENCE["peek"]
@@ -142,6 +147,8 @@ _SIGNED, _BIG, _VARINT = 1, 2, 4
 _GUARDED, _EXTRA = 8, 16  # a row after a guard; a guard's value row 0, a derived bool
 _NULLABLE = 32  # a lenenc row's 0xfb is None
 _KEY_OPTIONAL = 64  # a masked_bytes row's key may be None
+_NONZERO = 128  # an int_range row's value may not be 0
+_LENENC_CONST = 256  # a lenenc_int row is a constant (not stored)
 _INT_TYPE = re.compile(r"([ui])(8|16|24|32|64)(be|le)?")
 _CHECKSUMS = {"crc32c": checksums.crc32c, "crc32": checksums.crc32}
 _METHODS = ("encode", "decode", "decode_from")
@@ -239,7 +246,9 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any],
         op = vocabulary.FRAME_ALIASES.get(word, word)
         width, flags = (0, _VARINT) if int_type == "varint" else (
             _int_type(int_type) if int_type else (0, 0))
-        slot = name if op in _STORED and word != "derived_size" else None
+        # Neither a derived size nor a constant length-encoded integer is stored.
+        slot = name if op in _STORED and word != "derived_size" and not (
+            op == "lenenc_int" and ref is not None) else None
         at, number = -1, 0
         obj: Any = None
         attr: Any = None
@@ -331,6 +340,17 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any],
             size, key_optional = extra
             at, number = -1 if size is None else index[size], index[ref]
             flags |= _KEY_OPTIONAL if key_optional else 0
+        elif op == "int_range":
+            low, high, nonzero = ref
+            bits = 64 if width == 0 else 8 * width
+            signed = bool(flags & _SIGNED)
+            low = (-(1 << bits - 1) if signed else 0) if low is None else low
+            high = ((1 << bits - 1) - 1 if signed else (1 << bits) - 1) if high is None else high
+            obj = (low & (2**64 - 1), high & (2**64 - 1))
+            flags |= _NONZERO if nonzero else 0
+        elif op == "lenenc_int":
+            flags |= (_NULLABLE if extra else 0) | (_LENENC_CONST if ref is not None else 0)
+            number = 0 if ref is None else ref
         elif op == "terminated":
             number, obj = _TEXT_KINDS[ref], extra
         elif op == "delimited":

@@ -104,6 +104,10 @@ MAP_KEY_KINDS: Final = (
 #              true; when it does not, the Python code raises its error
 #   terminated bytes or UTF-8 text ended by a terminator (bytes) in the struct's region, which
 #              the value may not hold (a C string, a request line's words)
+#   int_range  a stored integer (fixed width or varint) whose value must lie in a range and
+#              may have to be nonzero (min:, max:, nonzero:)
+#   lenenc_int a MySQL length-encoded integer (any form read, the shortest written): stored,
+#              None for NULL (0xfb) when nullable; or a constant, not stored
 #   delimited  no field of its own (the first row): the struct ends with a delimiter, its
 #              fields read from the bytes before its first occurrence (which they fill), and
 #              written after them (content holding it gives up)
@@ -115,7 +119,8 @@ FRAME_OPS: Final = ("int", "const", "size", "size_rest", "checksum", "proto", "b
                     "guard", "value", "derive", "struct_args", "array_args", "size_of_struct",
                     "struct_sized", "message_bytes",
                     "lenenc", "const_bytes", "fixed", "text_rest", "struct_run_when",
-                    "masked_bytes", "requires", "terminated", "delimited")
+                    "masked_bytes", "requires", "terminated", "delimited", "int_range",
+                    "lenenc_int")
 # Words of a plan the compiled codec takes without a row of their own: params of int and bool
 # kinds, which the holder's row passes as 64-bit integers.
 FRAME_PLAN_WORDS: Final = ("params",)

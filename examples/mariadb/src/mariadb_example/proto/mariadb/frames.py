@@ -1508,6 +1508,21 @@ install_frame_layouts((
     (ComQuit, False, (
         ("const", "command", "u8", 0x1, None),
     )),
+    (ColumnDefinition, False, (
+        ("const_bytes", "catalog", None, b"\x03\x64\x65\x66", None),
+        ("lenenc", "schema", None, "utf8", False),
+        ("lenenc", "table", None, "utf8", False),
+        ("lenenc", "org_table", None, "utf8", False),
+        ("lenenc", "name", None, "utf8", False),
+        ("lenenc", "org_name", None, "utf8", False),
+        ("lenenc_int", "fixed_length", None, 0xc, False),
+        ("int", "character_set", "u16le", None, None),
+        ("int", "column_length", "u32le", None, None),
+        ("int", "column_type", "u8", None, None),
+        ("int", "flags", "u16le", None, None),
+        ("int", "decimals", "u8", None, None),
+        ("const_bytes", "filler", None, b"\x00\x00", None),
+    )),
     (Value, False, (
         ("lenenc", "value", None, "bytes", True),
     )),

@@ -584,4 +584,8 @@ install_frame_layouts((
         ("terminated", "reason", None, "utf8", b"\x0d\x0a"),
         ("text_rest", "headers", None, None, None),
     )),
+    (CloseBody, True, (
+        ("int_range", "code", "u16be", (1000, 4999, False), None),
+        ("text_rest", "reason", None, None, None),
+    )),
 ))

@@ -149,7 +149,7 @@ def _more_rows(op: FieldOp, head: str, ref: Callable[[MessageType], str]) -> str
                 op.word == "struct_array"):
             return f"{head}, None, {plan.name}, {q(count.strip())})"
         case Prefix(inner=BytesOther(region=r) | String(region=r) as inner) if (
-                op.word == "lenenc"):
+                op.word in ("lenenc", "lenenc_optional")):
             kind = inner.encoding if isinstance(inner, String) else "bytes"
             return f"{head}, None, {q(kind)}, {r.nullable})"
         case ConstBytes(wire=wire) | FixedLength(inner=ConstBytes(wire=wire)) | Prefix(

@@ -869,10 +869,14 @@ class Prefix(Wrap):
                 return "proto_prefixed"
             case BytesOther(region=r) | String(region=r) if (
                     r.prefix == "lenenc" and r.length is None and r.size is None
-                    and inner.field.compression is None and unconditional(f)
-                    and f.const is None and f.value is None
+                    and inner.field.compression is None and f.const is None
+                    and f.value is None
                     and (not isinstance(inner, String) or inner.encoding == "utf8")):
-                return "lenenc"
+                if unconditional(f):
+                    return "lenenc"
+                if (f.when_remaining and f.when is None and f.when_peek is None
+                        and not f.marker and f.wire and f.default is None and not r.nullable):
+                    return "lenenc_optional"  # when bytes remain, None when not
             case ConstBytes():
                 return inner.word  # its wire form holds the prefix
         return "prefix"

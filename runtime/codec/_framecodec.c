@@ -1269,6 +1269,10 @@ static NOINLINE int decode_row(FrameCodecObject *c, const Row *r, PyObject *buf,
         case OP_LENENC_INT:
             if (decode_lenenc_int(r, data, &pos, end, &values[i]) < 0) return -1;
             break;
+        case OP_LENENC_OPTIONAL:  /* when bytes remain, else None */
+            values[i] = pos < end ? decode_lenenc(r, data, &pos, end) : Py_NewRef(Py_None);
+            if (values[i] == NULL) return -1;
+            break;
         case OP_STRUCT_RUN_WHEN: {
             int holds = condition_holds(c, r, values, NULL);
             if (holds < 0) return -1;
@@ -1886,6 +1890,11 @@ static NOINLINE int encode_row(FrameCodecObject *c, const Row *r, PyObject *obj,
             if (encode_ranged_int(r, r->offset >= 0 ? slot(obj, r->offset) : NULL, o) < 0)
                 return -1;
             break;
+        case OP_LENENC_OPTIONAL: {
+            PyObject *v = slot(obj, r->offset);
+            if (v != Py_None && encode_lenenc(r, v, o) < 0) return -1;
+            break;
+        }
         case OP_DELIMITED:  /* written at the end (encode_struct_p) */
             break;
         case OP_FIXED: case OP_TEXT_REST: {
@@ -2296,7 +2305,8 @@ static inline int has_default(const Row *r) {
 static inline int left_out_ok(const Row *r) {
     return (r->op == OP_STRUCT && r->index != PRESENT_ALWAYS) || r->op == OP_CONDITION
            || r->op == OP_STRUCT_WHEN || r->op == OP_PROTO_PREFIXED_WHEN || r->op == OP_INT_WHEN
-           || r->op == OP_PREFIXED_OPTIONAL || has_default(r) || (r->flags & F_GUARDED);
+           || r->op == OP_PREFIXED_OPTIONAL || has_default(r) || (r->flags & F_GUARDED)
+           || r->op == OP_LENENC_OPTIONAL;
 }
 
 static int ctor_class_intact(FrameCodecObject *c) {
@@ -2644,7 +2654,8 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
                  || r->op == OP_LENENC || r->op == OP_FIXED
                  || r->op == OP_TEXT_REST || r->op == OP_STRUCT_RUN_WHEN
                  || r->op == OP_MASKED_BYTES || r->op == OP_TERMINATED || r->op == OP_INT_RANGE
-                 || (r->op == OP_LENENC_INT && !(r->flags & F_LENENC_CONST));
+                 || (r->op == OP_LENENC_INT && !(r->flags & F_LENENC_CONST))
+                 || r->op == OP_LENENC_OPTIONAL;
     if (stored != (r->offset >= 0)) return bad_row(i, "stored fields, and only they, need a slot");
     if (r->op == OP_SIZE) {
         if (r->index <= i || r->index >= self->nrows) return bad_row(i, "size of a later row");
@@ -2701,7 +2712,10 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
                                      || self->rows[r->index].op != OP_COUNT_OF))
         return bad_row(i, "a struct_array needs its count_of row before it");
     if (r->op == OP_PREFIXED && r->number > TEXT_MUTF8) return bad_row(i, "unknown text kind");
-    if (r->op == OP_LENENC && r->number > TEXT_UTF8) return bad_row(i, "unknown text kind");
+    if ((r->op == OP_LENENC || r->op == OP_LENENC_OPTIONAL) && r->number > TEXT_UTF8)
+        return bad_row(i, "unknown text kind");
+    if (r->op == OP_LENENC_OPTIONAL && r->flags & F_NULLABLE)
+        return bad_row(i, "an optional lenenc row is not nullable");
     if ((r->op == OP_FIXED || r->op == OP_TEXT_REST) && r->number > TEXT_UTF8)
         return bad_row(i, "unknown text kind");
     if (r->op == OP_FIXED && r->index < 0) return bad_row(i, "a fixed row needs its length");

@@ -88,7 +88,8 @@ enum { /* FRAME_OPS */
     OP_DELIMITED = 45,
     OP_INT_RANGE = 46,
     OP_LENENC_INT = 47,
-    OP_END = 48,
+    OP_LENENC_OPTIONAL = 48,
+    OP_END = 49,
 };
 
 enum { /* FRAME_PRESENCE */
@@ -204,6 +205,7 @@ static const VocabularyWord VOCABULARY_WORDS[] = {
     {"FRAME_OPS", "delimited", OP_DELIMITED},
     {"FRAME_OPS", "int_range", OP_INT_RANGE},
     {"FRAME_OPS", "lenenc_int", OP_LENENC_INT},
+    {"FRAME_OPS", "lenenc_optional", OP_LENENC_OPTIONAL},
     {"FRAME_PRESENCE", "always", PRESENT_ALWAYS},
     {"FRAME_PRESENCE", "remaining", PRESENT_REMAINING},
     {"FRAME_PRESENCE", "peek", PRESENT_PEEK},

@@ -108,6 +108,7 @@ if _framecodec is not None:
 #                   nonzero): None where its type bounds it
 #   op "lenenc_int": a length-encoded integer; ref its constant (not stored) or None, extra
 #                   True when NULL (0xfb) reads as None
+#   op "lenenc_optional": a "lenenc" row (extra False) read when bytes remain, None when not
 #   op "delimited": the first row (its name is None): the struct ends with the bytes ref
 #   op "skip_trailing": the last row (its name is None): bytes after the last field are skipped
 # The rows TANK brought; a program is as a condition's, and may also push a param by its
@@ -139,7 +140,7 @@ _STORED = {"int", "proto", vocabulary.ENVELOPE, "bytes", "struct", "uuid", "swit
            "int_when", "prefixed_optional", "default_bool", "derive", "struct_args",
            "array_args", "struct_sized", "message_bytes",
            "lenenc", "fixed", "text_rest", "struct_run_when", "masked_bytes", "terminated",
-           "int_range", "lenenc_int"}
+           "int_range", "lenenc_int", "lenenc_optional"}
 _TEXT_KINDS = {"bytes": 0, "utf8": 1, "mutf8": 2}
 _PRESENCE = {None: vocabulary.PRESENCE["always"], "remaining": vocabulary.PRESENCE["remaining"]}
 _PEEK = vocabulary.PRESENCE["peek"]
@@ -294,7 +295,7 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any],
             at = index[ref]
         elif op == "struct_array":
             obj, at = codecs[ref], index[extra]
-        elif op == "lenenc":
+        elif op in ("lenenc", "lenenc_optional"):
             number, flags = _TEXT_KINDS[ref], _NULLABLE if extra else 0
         elif op == "const_bytes":
             obj = ref

@@ -108,6 +108,8 @@ MAP_KEY_KINDS: Final = (
 #              may have to be nonzero (min:, max:, nonzero:)
 #   lenenc_int a MySQL length-encoded integer (any form read, the shortest written): stored,
 #              None for NULL (0xfb) when nullable; or a constant, not stored
+#   lenenc_optional  a lenenc row (not nullable) read when bytes remain, None when not (written
+#              when not None): MariaDB's OK packet's info
 #   delimited  no field of its own (the first row): the struct ends with a delimiter, its
 #              fields read from the bytes before its first occurrence (which they fill), and
 #              written after them (content holding it gives up)
@@ -120,7 +122,7 @@ FRAME_OPS: Final = ("int", "const", "size", "size_rest", "checksum", "proto", "b
                     "struct_sized", "message_bytes",
                     "lenenc", "const_bytes", "fixed", "text_rest", "struct_run_when",
                     "masked_bytes", "requires", "terminated", "delimited", "int_range",
-                    "lenenc_int")
+                    "lenenc_int", "lenenc_optional")
 # Words of a plan the compiled codec takes without a row of their own: params of int and bool
 # kinds, which the holder's row passes as 64-bit integers.
 FRAME_PLAN_WORDS: Final = ("params",)

@@ -55,7 +55,9 @@ structs:
       - {name: v, type: varint, min: 2}
       - {name: w, type: varint, max: 300, nonzero: true}
   Lenenc:
-    doc: Length-encoded integers, stored, nullable and constant, and a constant string.
+    doc: >-
+      Length-encoded integers, stored, nullable and constant, a constant string, and text and
+      bytes after a length-encoded integer when bytes remain.
     fields:
       - {name: catalog, type: string, prefix: lenenc, const: def}
       - {name: rows, type: varint, encoding: lenenc}
@@ -63,6 +65,8 @@ structs:
       - {name: fixed, type: varint, encoding: lenenc, const: 0x0c}
       - {name: big, type: varint, encoding: lenenc, const: 0x123456}
       - {name: tail, type: u8}
+      - {name: info, type: string, prefix: lenenc, when_remaining: true}
+      - {name: blob, type: bytes, prefix: lenenc, when_remaining: true}
 frame:
   name: Frame
   doc: One frame.
@@ -86,7 +90,7 @@ def m(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
 def test_ranged_and_lenenc_integers_are_compiled(m: ModuleType) -> None:
     for name in ("Frame", "Ranged", "Lenenc"):
         assert compiled.is_compiled(getattr(m, name)), name
-    for cls in (websocket.CloseBody, mariadb.ColumnDefinition):
+    for cls in (websocket.CloseBody, mariadb.ColumnDefinition, mariadb.OkPacket):
         assert compiled.is_compiled(cls), cls
 
 
@@ -104,8 +108,10 @@ def _bodies(draw: st.DrawFn, m: ModuleType) -> Any:
         return m.Ranged(code=draw(st.integers(990, 5010)), delta=draw(st.integers(-8, 70003)),
                         low=draw(st.integers(-128, 5)), some=draw(st.integers(0, 3) | _u64),
                         v=draw(st.integers(0, 4) | _u64), w=draw(st.integers(0, 302)))
+    info = draw(st.none() | st.text(max_size=300))
     return m.Lenenc(rows=draw(_lenenc), maybe=draw(st.none() | _lenenc),
-                    tail=draw(st.integers(0, 255)))
+                    tail=draw(st.integers(0, 255)), info=info,
+                    blob=None if info is None else draw(st.none() | st.binary(max_size=20)))
 
 
 @settings(max_examples=scaled(300), deadline=None, suppress_health_check=[
@@ -129,14 +135,21 @@ def test_random_values_round_trip_the_same_with_both_codecs(m: ModuleType,
 def _samples(m: ModuleType) -> list[tuple[Any, bytes]]:
     bodies = [m.Ranged(code=1000, delta=-5, low=3, some=1, v=2, w=300),
               m.Ranged(code=4999, delta=70000, low=-128, some=2**64 - 1, v=2**64 - 1, w=1),
-              m.Lenenc(rows=0xFFFF, maybe=None, tail=1), m.Lenenc(rows=0, maybe=2**63, tail=0)]
+              m.Lenenc(rows=0xFFFF, maybe=None, tail=1), m.Lenenc(rows=0, maybe=2**63, tail=0),
+              m.Lenenc(rows=1, maybe=1, tail=2, info="é" * 200, blob=b"b"),
+              m.Lenenc(rows=1, maybe=1, tail=2, info="", blob=None)]
     out = [(m.Frame, m.Frame(body=b).encode()) for b in bodies]
     out += [(type(b), b.encode()) for b in bodies]
     column = mariadb.ColumnDefinition(schema="s", table="t", org_table="t", name="id",
                                       org_name="id", character_set=63, column_length=11,
                                       column_type=3, flags=0, decimals=0)
     out += [(websocket.CloseBody, websocket.CloseBody(code=1000, reason="bye").encode()),
-            (mariadb.ColumnDefinition, column.encode())]
+            (mariadb.ColumnDefinition, column.encode()),
+            (mariadb.OkPacket, mariadb.OkPacket(affected_rows=3, last_insert_id=70000,
+                                                status_flags=2, warnings=0,
+                                                info="Records: 3  Duplicates: 0").encode()),
+            (mariadb.OkPacket, mariadb.OkPacket(affected_rows=0, last_insert_id=0,
+                                                status_flags=2, warnings=1).encode())]
     return out
 
 
@@ -157,6 +170,9 @@ def test_every_lenenc_form_matches(m: ModuleType, rows: bytes, fixed: bytes) -> 
             same_decodes(m.Lenenc, b"\x03def" + rows + maybe + fixed + big + b"\x07")
     same_decodes(m.Lenenc, b"\xfc\x03\x00def\x00\xfb" + fixed + b"\xfd\x56\x34\x12\x07")
     same_decodes(m.Lenenc, b"\x03deg\x00\xfb" + fixed + b"\xfd\x56\x34\x12\x07")
+    for tail in (rows, rows + b"ab", rows + b"\xc3", b"\x00" + rows + b"ab", b"\x01x\xfb"):
+        same_decodes(m.Lenenc, b"\x03def\x00\xfb\x0c\xfd\x56\x34\x12\x07" + tail)
+        same_decodes(mariadb.OkPacket, b"\x00\x01\x02\x02\x00\x00\x00" + tail)
 
 
 def test_values_out_of_range_on_decode_match(m: ModuleType) -> None:
@@ -187,6 +203,13 @@ def test_odd_values_encode_as_the_python_codec_does(m: ModuleType) -> None:
     for rows, maybe in ((-1, 0), (2**64, 0), (None, 0), (True, None), (1.0, 1), (0, -1),
                         (0, 2**64), (0, "x")):
         same(m.Lenenc(rows=rows, maybe=maybe, tail=0).encode)
+    odd_tail: list[tuple[Any, Any]] = [(None, b"b"), ("i", "b"), (b"i", None), ("\ud800", None),
+                                       ("x" * 0x10000, b""), ("i", bytearray(b"b"))]
+    for info, blob in odd_tail:
+        same(m.Lenenc(rows=0, maybe=0, tail=0, info=info, blob=blob).encode)
+    for info in (None, "", "\udc80", b"x"):
+        same(mariadb.OkPacket(affected_rows=1, last_insert_id=2, status_flags=0, warnings=0,
+                              info=info).encode)
     for code in (999, 5000, 1000, None):
         same(websocket.CloseBody(code=code, reason="").encode)
 

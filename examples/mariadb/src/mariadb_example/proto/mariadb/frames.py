@@ -1486,12 +1486,25 @@ install_frame_layouts((
     (AuthSwitchResponse, True, (
         ("bytes", "data", None, None, None),
     )),
+    (OkPacket, True, (
+        ("const", "header", "u8", 0x0, None),
+        ("lenenc_int", "affected_rows", None, None, False),
+        ("lenenc_int", "last_insert_id", None, None, False),
+        ("int", "status_flags", "u16le", None, None),
+        ("int", "warnings", "u16le", None, None),
+        ("lenenc_optional", "info", None, "utf8", False),
+    )),
     (ErrPacket, True, (
         ("const", "header", "u8", 0xff, None),
         ("int", "error_code", "u16le", None, None),
         ("const_bytes", "sql_state_marker", None, b"\x23", None),
         ("fixed", "sql_state", None, "utf8", 5),
         ("text_rest", "error_message", None, None, None),
+    )),
+    (AuthResult, False, (
+        ("struct", "ok", None, OkPacket, ("u8", 0x0)),
+        ("struct", "error", None, ErrPacket, ("u8", 0xff)),
+        ("struct", "switch", None, AuthSwitchRequest, ("u8", 0xfe)),
     )),
     (EofPacket, False, (
         ("const", "header", "u8", 0xfe, None),

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from protoframe.generator.codewriter import bytes_literal, q
-from protoframe.generator.compiled_exprs import guard_program, program
+from protoframe.generator.compiled_exprs import Step, guard_program, program
 from protoframe.generator.errors import GeneratorBug
 from protoframe.generator.expr import Expr
 from protoframe.generator.frame_ir import ProtoField, SwitchField
@@ -36,14 +36,17 @@ from protoframe.generator.layout_ops import (
     IfPeek,
     IfRemaining,
     KindOp,
+    MaskedBytes,
     Nested,
     NestedOther,
     Prefix,
     ProtoBody,
     ProtoOther,
+    RangedInt,
     ReadBool,
     ReadFloat,
     ReadInt,
+    ReadLenenc,
     ReadPacked,
     ReadUuid,
     ReadVarint,
@@ -53,11 +56,17 @@ from protoframe.generator.layout_ops import (
     String,
     SubField,
     Switch,
+    Terminated,
     WithArgs,
     kind_op,
     len_value,
 )
-from protoframe.generator.layout_plan import LayoutPlan, message_size_slot, row_programs
+from protoframe.generator.layout_plan import (
+    LayoutPlan,
+    message_size_slot,
+    row_programs,
+    rule_programs,
+)
 from protoframe.generator.linefit import fit_tuple_row
 
 
@@ -153,7 +162,7 @@ def _more_rows(op: FieldOp, head: str, ref: Callable[[MessageType], str]) -> str
                 op.word == "int_array"):
             return f"{head}, {q(t.name)}, None, {q(count.strip())})"
         case Prefix(inner=BytesOther(region=r) | String(region=r) as inner) if (
-                op.word == "lenenc"):
+                op.word in ("lenenc", "lenenc_optional")):
             kind = inner.encoding if isinstance(inner, String) else "bytes"
             return f"{head}, None, {q(kind)}, {r.nullable})"
         case ConstBytes(wire=wire) | FixedLength(inner=ConstBytes(wire=wire)) | Prefix(
@@ -199,6 +208,21 @@ def _tubemq_rows(op: FieldOp, head: str, ref: Callable[[MessageType], str]) -> s
             p = inner.region.prefix
             kind = inner.encoding if isinstance(inner, String) else "bytes"
             return f"{head}, {q(p if isinstance(p, str) else p.name)}, {q(kind)}, None)"
+        case RangedInt(shape=shape, low=low, high=high, nonzero=nonzero) if (
+                op.word == "int_range"):
+            name = shape if isinstance(shape, str) else shape.name
+            return f"{head}, {q(name)}, ({low}, {high}, {nonzero}), None)"
+        case ReadLenenc(const=const, nullable=nullable) if op.word == "lenenc_int":
+            return f"{head}, None, {'None' if const is None else hex(const)}, {nullable})"
+        case Terminated(text=text, encoding=encoding, terminator=terminator) if (
+                op.word == "terminated"):
+            kind = encoding if text else "bytes"
+            return f"{head}, None, {q(kind)}, {bytes_literal(terminator)})"
+        case MaskedBytes(key=key, key_int=key_int, region=Region(size=str(size))) if (
+                op.word == "masked_bytes"):
+            key_type = q(key_int.name) if key_int is not None else "None"
+            sized_by = "None" if size == "rest" else q(size)
+            return f"{head}, {key_type}, {q(key)}, ({sized_by}, {op.key_optional}))"
         case Default(inner=ReadBool()) if op.word == "default_bool":
             return f"{head}, None, {op.field.default!r}, None)"
         case Condition(inner=NestedOther(plan=LayoutPlan() as plan)) if (
@@ -215,6 +239,13 @@ def _tubemq_rows(op: FieldOp, head: str, ref: Callable[[MessageType], str]) -> s
 def _guard_program_text(expr: Expr) -> str:
     """The steps of a guarded row's program, as a tuple of (word, argument) pairs."""
     steps = guard_program(expr) or ()
+    text = ", ".join(f"({q(word)}, {q(arg) if isinstance(arg, str) else arg})"
+                     for word, arg in steps)
+    return f"({text}{',' if len(steps) == 1 else ''})"
+
+
+def _steps_text(steps: tuple[Step, ...]) -> str:
+    """A program's steps as a tuple of (word, argument) pairs."""
     text = ", ".join(f"({q(word)}, {q(arg) if isinstance(arg, str) else arg})"
                      for word, arg in steps)
     return f"({text}{',' if len(steps) == 1 else ''})"
@@ -244,7 +275,7 @@ def _tank_rows(op: AnyFieldOp, params: list[str]) -> list[str] | None:
                 f"{f.value is not None})"
         return [guard, _kind_row(op.inner, op, [e for e, _ in progs[1:]], params)]
     if isinstance(op, Computed) and op.word == "value" or isinstance(op, Bits) and (
-            op.word == "derive") or isinstance(op, WithArgs) and op.word in (
+            op.word in ("derive", "derived_size")) or isinstance(op, WithArgs) and op.word in (
             "struct_args", "array_args"):
         return [_kind_row(kind_op(op), op, [e for e, _ in progs], params)]
     if op.word == "size_of_struct":
@@ -284,7 +315,7 @@ def _kind_row(inner: KindOp, op: AnyFieldOp, progs: list[Expr], params: list[str
     # A value: runs on encode only, where has() and len() of a stored field are there.
     joined = _program_text(progs, params, f.value is not None and not isinstance(op, Bits))
     if isinstance(op, Bits):
-        return f"({q('derive')}, {name}, None, {joined}, {op.as_bool})"
+        return f"({q(op.word)}, {name}, None, {joined}, {op.as_bool})"
     if f.value is not None:
         shape = inner.int_type.name if isinstance(inner, ReadInt) else "varint"
         return f"({q('value')}, {name}, {q(shape)}, {joined}, None)"
@@ -339,9 +370,15 @@ def layout_lines(plans: list[LayoutPlan], ref: Callable[[MessageType], str]) -> 
             continue
         entries.append(f"    ({plan.name}, {plan.check_end}, (")
         params = [p.name for p in plan.struct.params]
+        if plan.delimiter is not None:
+            entries.append(f"        ({q('delimited')}, None, None, "
+                           f"{bytes_literal(plan.delimiter)}, None),")
         for op in plan.field_ops:
             for row in _tank_rows(op, params) or [_message_bytes_row(plan, op) or _row(op, ref)]:
                 entries += fit_tuple_row(row, "        ")
+        for steps in rule_programs(plan) or []:
+            entries += fit_tuple_row(f"({q('requires')}, None, None, {_steps_text(steps)}, None)",
+                                     "        ")
         if plan.skips_trailing:
             entries.append(f"        ({q('skip_trailing')}, None, None, None, None),")
         # A struct taking params says how many (the holder's row passes them).

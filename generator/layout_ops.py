@@ -363,11 +363,20 @@ class ReadLenenc(FieldOp):
     """A MySQL length-encoded integer (``encoding: lenenc``); ``nullable``: its NULL (0xfb)
     reads as None, else NULL is an error; ``const``: the value it must have."""
 
-    # Not the C vocabulary's "lenenc" (bytes or text after such an integer): the compiled
-    # codec has no row for the integer itself, so a struct holding one keeps the Python codec.
-    word: ClassVar[str] = "lenenc_int"
     const: int | None
     nullable: bool
+
+    @property
+    def word(self) -> str:  # type: ignore[override]
+        """``lenenc_int`` (in the C vocabulary; not its "lenenc", bytes or text after such an
+        integer) for one stored as read or a constant, always there; ``lenenc_int_other``
+        otherwise."""
+        f = self.field
+        if (unconditional(f) and f.size_of is None and f.value is None and f.count_of is None
+                and f.checksum is None and f.size_range is None and not f.is_switch_key
+                and (self.const is None or 0 <= self.const < 2**64 and not self.nullable)):
+            return "lenenc_int"
+        return "lenenc_int_other"
 
 
 @dataclass(frozen=True)
@@ -556,20 +565,33 @@ class Bits(FieldOp):
     @property
     def word(self) -> str:  # type: ignore[override]
         """``derive`` (in the C vocabulary) when the expression has a program
-        (``compiled_exprs``), ``derived_key`` for a switch's key; ``derive_other`` otherwise."""
+        (``compiled_exprs``), ``derived_key`` for a switch's key, ``derived_size`` (a "derive"
+        row not stored) for one that is the size of a later field (computed, so not an
+        attribute: WebSocket's payload length); ``derive_other`` otherwise."""
         if program(self.expr, extended=True) is None:
             return "derive_other"
-        return "derived_key" if self.field.is_switch_key else "derive"
+        if self.field.is_switch_key:
+            return "derived_key"
+        return "derived_size" if self.field.computed else "derive"
 
 
 @dataclass(frozen=True)
 class Terminated(FieldOp):
     """Bytes or text (``text``) ended by ``terminator`` in the struct's region (a C string)."""
 
-    word: ClassVar[str] = "terminated"
     text: bool
     encoding: str
     terminator: bytes
+
+    @property
+    def word(self) -> str:  # type: ignore[override]
+        """``terminated`` (in the C vocabulary) for bytes, UTF-8 or modified UTF-8 text always
+        there; ``terminated_other`` otherwise."""
+        f = self.field
+        if (unconditional(f) and f.compression is None and f.value is None
+                and (not self.text or self.encoding in ("utf8", "mutf8"))):
+            return "terminated"
+        return "terminated_other"
 
 
 @dataclass(frozen=True)
@@ -586,11 +608,16 @@ class RangedInt(FieldOp):
     """A stored integer whose values are bounded (``min:``, ``max:``, ``nonzero:``): ``low`` and
     ``high`` are None where the type itself bounds it, ``nonzero`` only when 0 is in range."""
 
-    word: ClassVar[str] = "int_range"
     shape: IntType | Literal["varint"]
     low: int | None
     high: int | None
     nonzero: bool
+
+    @property
+    def word(self) -> str:  # type: ignore[override]
+        """``int_range`` (in the C vocabulary) for a stored integer always there, nothing but
+        its range on it; ``int_range_other`` otherwise."""
+        return "int_range" if _plain_stored(self.field, None, False) else "int_range_other"
 
 
 @dataclass(frozen=True)
@@ -633,11 +660,23 @@ class MaskedBytes(FieldOp):
     that field; ``key_int`` its integer type when it is one (else it holds the bytes), and
     ``key_optional`` whether it may be None (then the bytes are sent as they are)."""
 
-    word: ClassVar[str] = "masked_bytes"
     region: Region
     key: str
     key_int: IntType | None
     key_optional: bool
+
+    @property
+    def word(self) -> str:  # type: ignore[override]
+        """``masked_bytes`` (in the C vocabulary) for masked bytes always there, sized by a
+        field of this struct or the rest of the region; ``masked_bytes_other`` otherwise. That
+        the key and the size are rows the C codec can follow is the plan's business
+        (``layout_plan.c_links_hold``)."""
+        r = self.region
+        if (unconditional(self.field) and self.field.compression is None and r.size is not None
+                and "." not in r.size and r.prefix is None and r.length is None
+                and not r.nullable):
+            return "masked_bytes"
+        return "masked_bytes_other"
 
 
 @dataclass(frozen=True)
@@ -864,10 +903,16 @@ class Prefix(Wrap):
                 return "proto_prefixed"
             case BytesOther(region=r) | String(region=r) if (
                     r.prefix == "lenenc" and r.length is None and r.size is None
-                    and inner.field.compression is None and unconditional(f)
-                    and f.const is None and f.value is None
+                    and inner.field.compression is None and f.const is None
+                    and f.value is None
                     and (not isinstance(inner, String) or inner.encoding == "utf8")):
-                return "lenenc"
+                if unconditional(f):
+                    return "lenenc"
+                if (f.when_remaining and f.when is None and f.when_peek is None
+                        and not f.marker and f.wire and f.default is None and not r.nullable):
+                    return "lenenc_optional"  # when bytes remain, None when not
+            case ConstBytes():
+                return inner.word  # its wire form holds the prefix
         return "prefix"
 
 

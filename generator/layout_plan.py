@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from protoframe.generator.compiled_exprs import guard_program, program
+from protoframe.generator.compiled_exprs import Step, guard_program, program
 from protoframe.generator.expr import Expr
 from protoframe.generator.frame_ir import (
     INT_TYPES,
@@ -202,14 +202,18 @@ class LayoutPlan:
         ops = self.field_ops
         rows = len(ops) + self.skips_trailing
         rows += sum(1 for op in ops if op.word == "guard")  # a guard row before its field's
+        rows += sum(len(op.exprs) for op in self.ops if isinstance(op, Requires))  # one a rule
+        rows += self.delimiter is not None  # a row of its own, first
         return (bool(ops) and rows <= vocabulary.FRAME_MAX_ROWS and not self.unknown_to_c
                 and all(op.plan.compiled for op in ops if isinstance(op, Nested))
-                and c_links_hold(ops) and programs_hold(self))
+                and c_links_hold(ops) and programs_hold(self) and rules_hold(self))
 
 
+# The words of a derived field's row of the compiled codec: stored, not (a size), a key.
+_DERIVE_WORDS = frozenset({"derive", "derived_size", "derived_key"})
 # The words of the rows a size row of the compiled codec can measure.
 _SIZED_WORDS = frozenset({"proto", vocabulary.ENVELOPE, "bytes", "signed_bytes", "switch",
-                          "directional_switch", "struct_run_sized"})
+                          "directional_switch", "struct_run_sized", "masked_bytes"})
 # The words of the rows that are "switch" rows of the compiled codec.
 _SWITCH_WORDS = frozenset({"switch", "directional_switch"})
 # The sized rows the compiled codec writes right after their size row, then measures.
@@ -291,6 +295,9 @@ def c_links_hold(ops: tuple[AnyFieldOp, ...]) -> bool:
             holder = ops[at[head]] if 0 <= at.get(head, -1) < i else None
             if not isinstance(holder, ProtoBody) or message_size_slot(holder, attr) is None:
                 return False
+        if isinstance(op, MaskedBytes) and op.word == "masked_bytes" and not _mask_links_hold(
+                op, ops[:i], at):
+            return False
         if isinstance(op, Computed) and op.word == "switch_key":
             if not any(isinstance(o, Switch) and o.key == op.name and o.word in _SWITCH_WORDS
                        for o in ops[i + 1:]):
@@ -306,6 +313,78 @@ def _after_its_bits(ops: tuple[AnyFieldOp, ...], i: int) -> bool:
     while k >= 0 and isinstance(ops[k], SubField) and ops[k].container == sub.container:  # type: ignore[union-attr]
         k -= 1
     return k >= 0 and ops[k].name == sub.container and ops[k].word == "bits"
+
+
+# The rows holding the key of a masked_bytes row of the compiled codec.
+_MASK_KEY_WORDS = frozenset({"int", "condition"})
+
+
+def _mask_links_hold(op: MaskedBytes, before: tuple[AnyFieldOp, ...],
+                     at: dict[str, int]) -> bool:
+    """Whether a masked_bytes row's key is an earlier integer row (always there, or there when
+    a condition or a guard holds) or bytes of a fixed length, and its size the rest, a size row measuring
+    it (a field named as a size is one), or a derived integer."""
+    k = at.get(op.key, -1)
+    if not 0 <= k < len(before):
+        return False
+    key = before[k]
+    if op.key_int is None:
+        if not (key.word == "fixed" and isinstance(kind_op(key), BytesOther)):
+            return False
+    elif key.word == "guard":  # a row there when a bit field says (WebSocket's masked bit)
+        if not isinstance(kind_op(key), ReadInt):
+            return False
+    elif key.word not in _MASK_KEY_WORDS:
+        return False
+    size = op.region.size
+    if size == "rest":
+        return True
+    s = at.get(size or "", -1)
+    if not 0 <= s < len(before):
+        return False
+    sizer = before[s]
+    if isinstance(sizer, SizeOf):
+        return sizer.word == "size" and sizer.target == op.name
+    if isinstance(sizer, Bits):
+        return sizer.word in ("derive", "derived_size") and not sizer.as_bool
+    return False
+
+
+# The words of the stored rows a rule (require:) of the compiled codec may read: their values
+# are what the Python code's rule reads (the C code gives up on one that is not an integer, a
+# bool, or bytes for len()).
+_RULE_READS = frozenset({"int", "varint", "bool", "condition", "derive", "default", "int_when",
+                         "default_bool", "bytes", "prefixed", "masked_bytes", "fixed", "lenenc",
+                         "struct", "int_range", "bit_field"})
+
+
+def rule_programs(plan: LayoutPlan) -> list[tuple[Step, ...]] | None:
+    """The programs of ``plan``'s rules (``require:``), or None if one has none."""
+    out = []
+    for op in plan.ops:
+        if isinstance(op, Requires):
+            for expr in op.exprs:
+                steps = guard_program(expr)
+                if steps is None:
+                    return None
+                out.append(steps)
+    return out
+
+
+def rules_hold(plan: LayoutPlan) -> bool:
+    """Whether every rule of ``plan`` has a program reading only stored fields the compiled
+    codec holds the values of: integers and bools, bytes' lengths, has() of a nested struct."""
+    programs = rule_programs(plan)
+    if programs is None:
+        return False
+    words = {op.name: op.word for op in plan.field_ops}
+    for steps in programs:
+        for word, arg in steps:
+            if word == "attr":
+                return False
+            if word in ("field", "len", "has") and words.get(str(arg)) not in _RULE_READS:
+                return False
+    return True
 
 
 # The rows holding a protobuf message whose integer attributes a guarded row may read.
@@ -344,7 +423,7 @@ _READABLE = {"int": "int", "varint": "int", "bool": "bool", "condition": "int", 
 
 def _readable(op: AnyFieldOp) -> str | None:
     """What a program reading ``op``'s row reads: "int", "bool", or None if it may not."""
-    if isinstance(op, Bits) and op.word in ("derive", "derived_key"):
+    if isinstance(op, Bits) and op.word in _DERIVE_WORDS:
         return "bool" if op.as_bool else "int"
     if isinstance(op, SubField) and op.word == "bit_field":
         # An enum's member is an int subclass the C programs do not read.
@@ -381,7 +460,7 @@ def row_programs(op: AnyFieldOp) -> list[tuple[Expr, ProgramUse]] | None:
     if (isinstance(op, Computed) and op.word == "value" or op.word == "guard") and (
             f.value is not None):
         out.append((f.value, "value"))
-    if isinstance(op, Bits) and op.word in ("derive", "derived_key"):
+    if isinstance(op, Bits) and op.word in _DERIVE_WORDS:
         out.append((op.expr, ""))
     if isinstance(op, SubField) and op.word == "bit_field" and f.value is not None:
         out.append((f.value, "value"))
@@ -424,7 +503,7 @@ def programs_hold(plan: LayoutPlan) -> bool:
                     return False
                 if word in ("has", "len") and not _presence_reads(ops, at, name, word):
                     return False
-        if isinstance(op, Bits) and op.word in ("derive", "derived_key") and not op.as_bool and (
+        if isinstance(op, Bits) and op.word in _DERIVE_WORDS and not op.as_bool and (
                 result_kind(op.expr, kinds) != "int"):
             return False
         if not _tank_links_hold(op, ops, at, params, i):

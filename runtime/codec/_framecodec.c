@@ -61,6 +61,7 @@ typedef struct {
     Py_ssize_t block_size;      /* ... the most bytes a block holds */
     Py_ssize_t max_blocks;      /* ... and the most blocks, or -1 for no limit */
     Py_ssize_t size_offset;     /* a message_bytes row: the slot of its size in the message */
+    unsigned long long range_lo, range_hi;  /* an int_range row's bounds (signed if it is) */
 } Row;
 
 /* The other rows (see vocabulary.py):
@@ -131,6 +132,7 @@ struct FrameCodecObject {
     short kw_rows[FRAME_MAX_ROWS];
     short kw_fill[FRAME_MAX_ROWS];
     int has_derived_key;       /* a derived_key row: encoding finds its key first */
+    PyObject *delimiter;        /* a delimited struct's delimiter (its first row's), or NULL */
 };
 
 static PyTypeObject FrameCodec_Type;
@@ -1012,6 +1014,247 @@ static int decode_fixed_row(const Row *r, const unsigned char *data, Py_ssize_t 
     return 0;
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* masked bytes and rules (WebSocket's frame, issue #21) */
+
+#define F_KEY_OPTIONAL 64  /* a masked_bytes row: its key may be None (the bytes sent as they are) */
+
+/* The bytes of the key of masked_bytes row `r` (the value of its key row: an unsigned integer
+   of r->width bytes, written in its byte order, or bytes) into key[8], or *bytes_key pointing
+   at a bytes key's own; its length, 0 for a key of None where one may be, -1 to give up. */
+static Py_ssize_t mask_key(const Row *r, PyObject *v, unsigned char *key,
+                           const unsigned char **bytes_key) {
+    if (v == Py_None && r->flags & F_KEY_OPTIONAL) return 0;
+    if (r->width == 0) {
+        if (v == NULL || !PyBytes_CheckExact(v) || PyBytes_GET_SIZE(v) == 0) return -1;
+        *bytes_key = (const unsigned char *)PyBytes_AS_STRING(v);
+        return PyBytes_GET_SIZE(v);
+    }
+    unsigned long long raw;
+    if (!int_raw(v, r->width, r->flags & ~F_SIGNED, &raw)) return -1;
+    write_uint(key, raw, r->width, r->flags & F_BIG);
+    *bytes_key = key;
+    return r->width;
+}
+
+/* q[:n] = p[:n] XOR-ed with key[:klen] repeated (masking twice unmasks). */
+static void mask_into(unsigned char *q, const unsigned char *p, Py_ssize_t n,
+                      const unsigned char *key, Py_ssize_t klen) {
+    Py_ssize_t j = 0;
+    if (klen == 4) {
+        /* WebSocket's key: a word at a time. */
+        uint32_t k, w;
+        memcpy(&k, key, 4);
+        for (; j + 4 <= n; j += 4) {
+            memcpy(&w, p + j, 4);
+            w ^= k;
+            memcpy(q + j, &w, 4);
+        }
+    }
+    for (; j < n; j++) q[j] = p[j] ^ key[j % klen];
+}
+
+/* A masked_bytes row at *ppos: its bytes, sized by its size row (r->index: a size row's size,
+   a derive row's value) or to `end` (-1), unmasked with its key row's (r->number) value.
+   0, or -1 to give up (a size that is not a plain int, is negative or runs past `end`). */
+static int decode_masked(FrameCodecObject *c, const Row *r, const unsigned char *data,
+                         Py_ssize_t *ppos, Py_ssize_t end, PyObject **values,
+                         const Py_ssize_t *sizes) {
+    Py_ssize_t pos = *ppos, n = end - pos;
+    if (r->index >= 0) {
+        if (c->rows[r->index].op == OP_SIZE) {
+            n = sizes[r->index];
+        } else {
+            long long v;
+            if (!operand(values[r->index], &v) || v < 0 || v > (long long)PY_SSIZE_T_MAX)
+                return -1;
+            n = (Py_ssize_t)v;
+        }
+        if (n > end - pos) return -1;
+    }
+    unsigned char buf[8];
+    const unsigned char *key = NULL;
+    Py_ssize_t klen = mask_key(r, values[r->number], buf, &key);
+    if (klen < 0) return -1;
+    PyObject *v = PyBytes_FromStringAndSize(klen ? NULL : (const char *)data + pos, n);
+    if ((values[r - c->rows] = v) == NULL) return -1;
+    if (klen) mask_into((unsigned char *)PyBytes_AS_STRING(v), data + pos, n, key, klen);
+    *ppos = pos + n;
+    return 0;
+}
+
+/* The integer value of a rule's operand: an int, a bool, or an int subclass (a spec enum)
+   that compares and computes as int does. */
+static int int_like(PyObject *v, long long *out) {
+    if (v == NULL) return 0;
+    PyTypeObject *t = Py_TYPE(v);
+    PyNumberMethods *n = t->tp_as_number, *i = PyLong_Type.tp_as_number;
+    int ok = PyLong_CheckExact(v) || PyBool_Check(v)
+             || (PyLong_Check(v) && t->tp_richcompare == PyLong_Type.tp_richcompare && n != NULL
+                 && n->nb_bool == i->nb_bool && n->nb_negative == i->nb_negative
+                 && n->nb_add == i->nb_add && n->nb_subtract == i->nb_subtract
+                 && n->nb_and == i->nb_and && n->nb_or == i->nb_or && n->nb_xor == i->nb_xor
+                 && n->nb_lshift == i->nb_lshift && n->nb_rshift == i->nb_rshift);
+    if (!ok) return 0;
+    int overflow;
+    *out = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow || (*out == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 0;
+    }
+    return 1;
+}
+
+/* Whether the rule of requires row `r` holds over the decoded values (`values`) or, encoding,
+   the slots of `obj`: 1 or 0, -1 to give up (an operand that is not a plain integer, a length
+   of anything but bytes, a step a 64-bit integer cannot take as Python's ints do). */
+static int rule_holds(const FrameCodecObject *c, const Row *r, PyObject *const *values,
+                      PyObject *obj) {
+    long long stack[EXPR_MAX_DEPTH];
+    int top = 0;
+    for (Py_ssize_t k = 0; k < r->prog_len; k++) {
+        const Step *st = &r->prog[k];
+        PyObject *v = NULL;
+        if (st->op == X_FIELD || st->op == X_LEN || st->op == X_HAS)
+            v = values ? values[st->arg] : slot(obj, c->rows[st->arg].offset);
+        switch (st->op) {
+        case X_FIELD: case X_CONST: case X_LEN: case X_HAS:
+            if (top >= EXPR_MAX_DEPTH) return -1;
+            if (st->op == X_CONST) {
+                stack[top] = st->arg;
+            } else if (st->op == X_FIELD) {
+                if (!int_like(v, &stack[top])) return -1;
+            } else if (st->op == X_LEN) {
+                if (v == NULL || !PyBytes_CheckExact(v)) return -1;
+                stack[top] = (long long)PyBytes_GET_SIZE(v);
+            } else {
+                if (v == NULL) return -1;
+                stack[top] = v != Py_None;
+            }
+            top++;
+            break;
+        case X_NOT: case X_NEG: {
+            if (top < 1) return -1;
+            long long a = stack[top - 1];
+            if (st->op == X_NEG && a == LLONG_MIN) return -1;
+            stack[top - 1] = st->op == X_NOT ? !a : -a;
+            break;
+        }
+        default: {
+            if (top < 2) return -1;
+            long long out;
+            if (binary_step(st->op, stack[top - 2], stack[top - 1], &out) < 0) return -1;
+            stack[--top - 1] = out;
+        }
+        }
+    }
+    return top == 1 ? stack[0] != 0 : -1;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* terminated bytes and text, delimited structs (WebSocket's handshake, MariaDB's strings) */
+
+/* Where the bytes `t` (of tlen) first occur in p[:n], or -1. */
+static Py_ssize_t find_bytes(const unsigned char *p, Py_ssize_t n, const char *t,
+                             Py_ssize_t tlen) {
+    if (tlen == 1) {
+        const unsigned char *at = memchr(p, (unsigned char)t[0], (size_t)n);
+        return at == NULL ? -1 : at - p;
+    }
+    for (Py_ssize_t k = 0; k + tlen <= n; k++) {
+        const unsigned char *at = memchr(p + k, (unsigned char)t[0], (size_t)(n - k - tlen + 1));
+        if (at == NULL) return -1;
+        k = at - p;
+        if (memcmp(at, t, (size_t)tlen) == 0) return k;
+    }
+    return -1;
+}
+
+/* A terminated row at *ppos: the bytes or text before its terminator (r->obj), *ppos after
+   the terminator. 0, or -1 to give up (no terminator before `end`, text that is not UTF-8). */
+static int decode_terminated(const Row *r, const unsigned char *data, Py_ssize_t *ppos,
+                             Py_ssize_t end, PyObject **value) {
+    Py_ssize_t pos = *ppos, tlen = PyBytes_GET_SIZE(r->obj);
+    Py_ssize_t n = find_bytes(data + pos, end - pos, PyBytes_AS_STRING(r->obj), tlen);
+    if (n < 0 || (*value = prefixed_value(r, data + pos, n)) == NULL) return -1;
+    *ppos = pos + n + tlen;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* integers with a range, MySQL's length-encoded integers (MariaDB's packets) */
+
+#define F_NONZERO 128       /* an int_range row: 0 is not allowed */
+#define F_LENENC_CONST 256  /* a lenenc_int row: a constant (number), not stored */
+
+/* Whether the raw value of int_range row `r` is in its range (lo, hi: signed when the row is). */
+static int in_range(const Row *r, unsigned long long raw) {
+    if (r->flags & F_NONZERO && raw == 0) return 0;
+    if (r->flags & F_SIGNED) {
+        long long v = signed_of(raw, r->width);
+        return (long long)r->range_lo <= v && v <= (long long)r->range_hi;
+    }
+    return r->range_lo <= raw && raw <= r->range_hi;
+}
+
+/* An int_range row at *ppos (as an int or varint row reads it): 0, or -1 to give up (too few
+   bytes, a value out of its range, which the Python code reports). */
+static int decode_int_range(const Row *r, const unsigned char *data, Py_ssize_t *ppos,
+                            Py_ssize_t end, PyObject **value) {
+    unsigned long long raw;
+    Py_ssize_t pos = *ppos;
+    if (r->flags & F_VARINT) {
+        int used = read_varint(data + pos, end - pos, &raw);
+        if (used == 0) return -1;
+        pos += used;
+    } else {
+        if (end - pos < r->width) return -1;
+        raw = read_uint(data + pos, r->width, r->flags & F_BIG);
+        pos += r->width;
+    }
+    if (!in_range(r, raw)) return -1;
+    *value = r->flags & F_VARINT ? PyLong_FromUnsignedLongLong(raw)
+                                 : int_value(raw, r->width, r->flags);
+    if (*value == NULL) return -1;
+    *ppos = pos;
+    return 0;
+}
+
+/* The length-encoded integer at *ppos, any form: 1 with *v set, 0 for NULL (0xfb), -1 to give
+   up (0xff, too few bytes); *ppos after it. */
+static int read_lenenc_int(const unsigned char *data, Py_ssize_t *ppos, Py_ssize_t end,
+                           unsigned long long *v) {
+    Py_ssize_t pos = *ppos;
+    if (pos >= end) return -1;
+    unsigned int first = data[pos++];
+    if (first == 0xfb) {
+        *ppos = pos;
+        return 0;
+    }
+    *v = first;
+    if (first > 0xfb) {
+        int width = first == 0xfc ? 2 : first == 0xfd ? 3 : first == 0xfe ? 8 : 0;
+        if (width == 0 || end - pos < width) return -1;
+        *v = read_uint(data + pos, width, 0);
+        pos += width;
+    }
+    *ppos = pos;
+    return 1;
+}
+
+/* A lenenc_int row at *ppos: 0 (its value, or None for NULL when nullable, in *value; a
+   constant checked), -1 to give up (NULL where none may be, another constant). */
+static int decode_lenenc_int(const Row *r, const unsigned char *data, Py_ssize_t *ppos,
+                             Py_ssize_t end, PyObject **value) {
+    unsigned long long v = 0;
+    int got = read_lenenc_int(data, ppos, end, &v);
+    if (got < 0 || (got == 0 && (!(r->flags & F_NULLABLE) || r->flags & F_LENENC_CONST)))
+        return -1;
+    if (r->flags & F_LENENC_CONST) return v == r->number ? 0 : -1;
+    *value = got == 0 ? Py_NewRef(Py_None) : PyLong_FromUnsignedLongLong(v);
+    return *value == NULL ? -1 : 0;
+}
+
 /* Decode row `r` (one of the rows after OP_STRUCT) of codec `c` at *ppos: 0 on success with
    *ppos after it and its value in values[], -1 to give up. */
 static NOINLINE int decode_row(FrameCodecObject *c, const Row *r, PyObject *buf,
@@ -1190,6 +1433,25 @@ static NOINLINE int decode_row(FrameCodecObject *c, const Row *r, PyObject *buf,
             if ((values[i] = PyFloat_FromDouble(d)) == NULL) return -1;
             break;
         }
+        case OP_MASKED_BYTES:
+            if (decode_masked(c, r, data, &pos, end, values, sizes) < 0) return -1;
+            break;
+        case OP_REQUIRES:  /* after every field: the values are all there */
+            if (rule_holds(c, r, values, NULL) != 1) return -1;
+            break;
+        case OP_TERMINATED:
+            if (decode_terminated(r, data, &pos, end, &values[i]) < 0) return -1;
+            break;
+        case OP_INT_RANGE:
+            if (decode_int_range(r, data, &pos, end, &values[i]) < 0) return -1;
+            break;
+        case OP_LENENC_INT:
+            if (decode_lenenc_int(r, data, &pos, end, &values[i]) < 0) return -1;
+            break;
+        case OP_LENENC_OPTIONAL:  /* when bytes remain, else None */
+            values[i] = pos < end ? decode_lenenc(r, data, &pos, end) : Py_NewRef(Py_None);
+            if (values[i] == NULL) return -1;
+            break;
         case OP_STRUCT_RUN_WHEN: {
             int holds = condition_holds(c, r, values, NULL);
             if (holds < 0) return -1;
@@ -1281,6 +1543,14 @@ static PyObject *decode_struct_p(FrameCodecObject *c, PyObject *buf, Py_ssize_t 
             if (values[i] == NULL) goto give_up;
             break;
         }
+        case OP_DELIMITED: {
+            /* The first row: the fields end where the delimiter first occurs. */
+            Py_ssize_t at = find_bytes(data + pos, end - pos, PyBytes_AS_STRING(r->obj),
+                                       PyBytes_GET_SIZE(r->obj));
+            if (at < 0) goto give_up;
+            end = pos + at;
+            break;
+        }
         default: {
             /* The rows issue #21 added, out of line: the loop over Pulsar's rows stays as
                small as it was. */
@@ -1295,6 +1565,11 @@ static PyObject *decode_struct_p(FrameCodecObject *c, PyObject *buf, Py_ssize_t 
         }
     }
     if (c->check_end && pos != end) goto give_up;
+    if (c->delimiter != NULL) {
+        /* The fields fill the bytes before the delimiter (the Python code's error if not). */
+        if (pos != end) goto give_up;
+        pos = end + PyBytes_GET_SIZE(c->delimiter);
+    }
     obj = c->cls->tp_alloc(c->cls, 0);
     if (obj == NULL) goto give_up;
     for (i = 0; i < n; i++) {
@@ -1580,6 +1855,76 @@ static int encode_lenenc(const Row *r, PyObject *v, Out *o) {
     return out_write(o, p, len);
 }
 
+/* Append masked_bytes row `r`: its value's bytes XOR-ed with its key's (sent as they are when
+   the key may be None and is). Its size, if any, was written by its size row, or is an integer
+   row the Python code writes as it is: the bytes are written whatever their length, as there.
+   0, or -1 to give up. */
+static int encode_masked(FrameCodecObject *c, const Row *r, PyObject *obj, Out *o) {
+    PyObject *v = slot(obj, r->offset);
+    unsigned char buf[8];
+    const unsigned char *key = NULL;
+    if (v == NULL || !PyBytes_CheckExact(v)) return -1;
+    Py_ssize_t klen = mask_key(r, slot(obj, c->rows[r->number].offset), buf, &key);
+    if (klen < 0) return -1;
+    Py_ssize_t n = PyBytes_GET_SIZE(v);
+    const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(v);
+    if (klen == 0) return out_write(o, (const char *)p, n);
+    if (out_reserve(o, n) < 0) return -1;
+    mask_into((unsigned char *)o->data + o->len, p, n, key, klen);
+    o->len += n;
+    return 0;
+}
+
+/* Append a terminated row: its value's bytes, then the terminator. -1 to give up on a value
+   that is not plain or would be read back shorter: one holding the terminator, or (a longer
+   terminator) ending with its start, where value + terminator holds it sooner. */
+static int encode_terminated(const Row *r, PyObject *v, Out *o) {
+    Py_ssize_t n, tlen = PyBytes_GET_SIZE(r->obj);
+    const char *p = prefixed_bytes(r, v, &n), *t = PyBytes_AS_STRING(r->obj);
+    if (p == NULL) return -1;
+    if (find_bytes((const unsigned char *)p, n, t, tlen) >= 0) return -1;
+    for (Py_ssize_t k = n - tlen + 1 > 0 ? n - tlen + 1 : 0; k < n; k++) {
+        Py_ssize_t m = n - k;  /* < tlen: the value's tail, then the terminator's head */
+        if (memcmp(p + k, t, (size_t)m) == 0 && memcmp(t, t + m, (size_t)(tlen - m)) == 0)
+            return -1;
+    }
+    if (out_write(o, p, n) < 0) return -1;
+    return out_write(o, t, tlen);
+}
+
+/* Append `v` as a length-encoded integer in its shortest form. */
+static int out_lenenc_int(Out *o, unsigned long long n) {
+    if (out_reserve(o, 9) < 0) return -1;
+    unsigned char *q = (unsigned char *)o->data + o->len;
+    int width = n < 0xfb ? 0 : n < 0x10000 ? 2 : n < 0x1000000 ? 3 : 8;
+    if (width == 0) {
+        q[0] = (unsigned char)n;
+    } else {
+        q[0] = (unsigned char)(width == 2 ? 0xfc : width == 3 ? 0xfd : 0xfe);
+        write_uint(q + 1, n, width, 0);
+    }
+    o->len += 1 + width;
+    return 0;
+}
+
+/* Append an int_range or lenenc_int row: 0, or -1 to give up on a value out of its range, not
+   an int, or (lenenc_int) None where it may not be. */
+static int encode_ranged_int(const Row *r, PyObject *v, Out *o) {
+    unsigned long long raw;
+    if (r->op == OP_LENENC_INT) {
+        if (r->flags & F_LENENC_CONST) return out_lenenc_int(o, r->number);
+        if (v == Py_None && r->flags & F_NULLABLE) return out_write(o, "\xfb", 1);
+        if (!int_raw(v, 8, 0, &raw)) return -1;
+        return out_lenenc_int(o, raw);
+    }
+    if (r->flags & F_VARINT) {
+        if (!int_raw(v, 8, 0, &raw) || !in_range(r, raw)) return -1;
+        return out_varint(o, raw);
+    }
+    if (!int_raw(v, r->width, r->flags, &raw) || !in_range(r, raw)) return -1;
+    return out_uint(o, raw, r->width, r->flags);
+}
+
 /* Append row `r` (one of the rows after OP_STRUCT) of codec `c` for `obj`: 0, or -1 to give
    up. counts[] holds what each count_of row wrote. */
 /* A struct_run row's list of nested structs, one after another. */
@@ -1759,6 +2104,26 @@ static NOINLINE int encode_row(FrameCodecObject *c, const Row *r, PyObject *obj,
             }
             break;
         }
+        case OP_MASKED_BYTES:
+            if (encode_masked(c, r, obj, o) < 0) return -1;
+            break;
+        case OP_REQUIRES:  /* the Python code raises the rule's error */
+            if (rule_holds(c, r, NULL, obj) != 1) return -1;
+            break;
+        case OP_TERMINATED:
+            if (encode_terminated(r, slot(obj, r->offset), o) < 0) return -1;
+            break;
+        case OP_INT_RANGE: case OP_LENENC_INT:
+            if (encode_ranged_int(r, r->offset >= 0 ? slot(obj, r->offset) : NULL, o) < 0)
+                return -1;
+            break;
+        case OP_LENENC_OPTIONAL: {
+            PyObject *v = slot(obj, r->offset);
+            if (v != Py_None && encode_lenenc(r, v, o) < 0) return -1;
+            break;
+        }
+        case OP_DELIMITED:  /* written at the end (encode_struct_p) */
+            break;
         case OP_FIXED: case OP_TEXT_REST: {
             Py_ssize_t len;
             const char *p = prefixed_bytes(r, slot(obj, r->offset), &len);
@@ -1872,6 +2237,12 @@ static NOINLINE int encode_tank_row(FrameCodecObject *c, const Row *r, PyObject 
         case OP_DERIVE: {
             /* The value held must be what the program gives (the Python code checks it). */
             long long held;
+            if (r->offset < 0) {
+                /* Not stored (a size): nothing to check, its value kept for the programs. */
+                if (run_prog(r->prog, r->prog_len, &e, &v, 1) < 0) return -1;
+                computed[i] = v;
+                break;
+            }
             if (run_prog(r->prog, r->prog_len, &e, &v, 1) < 0
                     || !operand(slot(obj, r->offset), &held))
                 return -1;
@@ -2082,6 +2453,14 @@ static int encode_struct_p(FrameCodecObject *c, PyObject *obj, Out *o, int depth
         if (!ok) goto done;
         write_uint((unsigned char *)o->data + at[i], raw, r->width, r->flags & F_BIG);
     }
+    if (c->delimiter != NULL) {
+        /* Content holding the delimiter would be read back cut: the Python code's error. */
+        const char *d = PyBytes_AS_STRING(c->delimiter);
+        Py_ssize_t dlen = PyBytes_GET_SIZE(c->delimiter), start = n ? at[0] : o->len;
+        if (find_bytes((const unsigned char *)o->data + start, o->len - start, d, dlen) >= 0
+                || out_write(o, d, dlen) < 0)
+            goto done;
+    }
     rc = 0;
 done:
     if (c->enc_keeps)
@@ -2220,7 +2599,8 @@ static inline int has_default(const Row *r) {
 static inline int left_out_ok(const Row *r) {
     return (r->op == OP_STRUCT && r->index != PRESENT_ALWAYS) || r->op == OP_CONDITION
            || r->op == OP_STRUCT_WHEN || r->op == OP_PROTO_PREFIXED_WHEN || r->op == OP_INT_WHEN
-           || r->op == OP_PREFIXED_OPTIONAL || has_default(r) || (r->flags & F_GUARDED);
+           || r->op == OP_PREFIXED_OPTIONAL || has_default(r) || (r->flags & F_GUARDED)
+           || r->op == OP_LENENC_OPTIONAL;
 }
 
 static int ctor_class_intact(FrameCodecObject *c) {
@@ -2577,6 +2957,52 @@ static int check_bits_row(FrameCodecObject *self, Py_ssize_t i) {
     return 0;
 }
 
+/* Check a masked_bytes row (its key an earlier stored integer or bytes row, its size an
+   earlier size row measuring it, a derived integer, or none) or a requires row (after
+   every field row; its program reads earlier stored rows, whose values it checks itself). */
+static int check_websocket_row(FrameCodecObject *self, Py_ssize_t i) {
+    const Row *r = &self->rows[i];
+    if (r->op == OP_MASKED_BYTES) {
+        const Row *key = r->number < (unsigned long long)i ? &self->rows[r->number] : NULL;
+        if (key == NULL || key->offset < 0
+                || (r->width == 0 ? key->op != OP_FIXED || key->number != TEXT_BYTES
+                                  : key->op != OP_INT && key->op != OP_CONDITION))
+            return bad_row(i, "a mask's key is an earlier integer or bytes row");
+        if (r->width != 0 && r->width != 1 && r->width != 2 && r->width != 3 && r->width != 4
+                && r->width != 8)
+            return bad_row(i, "integer width must be 1, 2, 3, 4 or 8");
+        if (r->index >= 0) {
+            const Row *size = r->index < i ? &self->rows[r->index] : NULL;
+            if (size == NULL || !(size->op == OP_SIZE ? size->index == i : size->op == OP_DERIVE))
+                return bad_row(i, "masked bytes are sized by an earlier size or derive row");
+        }
+        return 0;
+    }
+    for (Py_ssize_t k = i + 1; k < self->nrows; k++)
+        if (self->rows[k].op != OP_REQUIRES && self->rows[k].op != OP_SKIP_TRAILING)
+            return bad_row(i, "rules come after every field");
+    int top = 0;
+    for (Py_ssize_t k = 0; k < r->prog_len; k++) {
+        const Step *st = &r->prog[k];
+        if (st->op == X_FIELD || st->op == X_LEN || st->op == X_HAS) {
+            if (st->arg < 0 || st->arg >= i || self->rows[st->arg].offset < 0)
+                return bad_row(i, "a rule reads earlier stored rows");
+            top++;
+        } else if (st->op == X_CONST) {
+            top++;
+        } else if (st->op == X_NOT || st->op == X_NEG) {
+            if (top < 1) return bad_row(i, "a rule's program does not balance");
+        } else if (st->op >= X_AND && st->op <= X_GE) {
+            if (top < 2) return bad_row(i, "a rule's program does not balance");
+            top--;
+        } else {
+            return bad_row(i, "unknown step in a rule");
+        }
+        if (top > EXPR_MAX_DEPTH) return bad_row(i, "a rule's program is too deep");
+    }
+    return top == 1 ? 0 : bad_row(i, "a rule's program does not balance");
+}
+
 /* Check row i against the others: the references the codec follows without checking. */
 static int check_row(FrameCodecObject *self, Py_ssize_t i) {
     Row *r = &self->rows[i];
@@ -2597,20 +3023,23 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
                  || r->op == OP_CONDITION || r->op == OP_BLOCKS || r->op == OP_PROTO_PREFIXED
                  || r->op == OP_STRUCT_WHEN || r->op == OP_PROTO_PREFIXED_WHEN
                  || r->op == OP_INT_WHEN || r->op == OP_PREFIXED_OPTIONAL || r->op == OP_DEFAULT_BOOL
-                 || r->op == OP_DERIVE || r->op == OP_STRUCT_ARGS
+                 || (r->op == OP_DERIVE && r->name != NULL) || r->op == OP_STRUCT_ARGS
                  || r->op == OP_ARRAY_ARGS || r->op == OP_STRUCT_SIZED || r->op == OP_MESSAGE_BYTES
                  || r->op == OP_LENENC || r->op == OP_FIXED
                  || r->op == OP_TEXT_REST || r->op == OP_STRUCT_RUN_WHEN || r->op == OP_FLOAT
-                 || r->op == OP_INT_ARRAY || (r->op == OP_BIT_FIELD && r->prog == NULL);
+                 || r->op == OP_INT_ARRAY || (r->op == OP_BIT_FIELD && r->prog == NULL)
+                 || r->op == OP_MASKED_BYTES || r->op == OP_TERMINATED || r->op == OP_INT_RANGE
+                 || (r->op == OP_LENENC_INT && !(r->flags & F_LENENC_CONST))
+                 || r->op == OP_LENENC_OPTIONAL;
     if (stored != (r->offset >= 0)) return bad_row(i, "stored fields, and only they, need a slot");
     if (is_bits_op(r->op) && check_bits_row(self, i) < 0) return -1;
     if (r->op == OP_SIZE) {
         if (r->index <= i || r->index >= self->nrows) return bad_row(i, "size of a later row");
         Row *t = &self->rows[r->index];
         if ((t->op != OP_PROTO && t->op != OP_BYTES && t->op != OP_SWITCH
-             && t->op != OP_STRUCT_RUN) || t->index != i)
-            return bad_row(i, "the measured row must be protobuf, bytes, a switch or a "
-                              "struct_run sized by this one");
+             && t->op != OP_STRUCT_RUN && t->op != OP_MASKED_BYTES) || t->index != i)
+            return bad_row(i, "the measured row must be protobuf, bytes, masked bytes, a switch "
+                              "or a struct_run sized by this one");
         if ((t->op == OP_SWITCH || t->op == OP_STRUCT_RUN) && r->index != i + 1)
             return bad_row(i, "a switch or struct_run comes right after its size");
     }
@@ -2667,7 +3096,10 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
             && (r->index < 0 || r->index >= i || self->rows[r->index].op != OP_COUNT_OF))
         return bad_row(i, "an array needs its count_of row before it");
     if (r->op == OP_PREFIXED && r->number > TEXT_MUTF8) return bad_row(i, "unknown text kind");
-    if (r->op == OP_LENENC && r->number > TEXT_UTF8) return bad_row(i, "unknown text kind");
+    if ((r->op == OP_LENENC || r->op == OP_LENENC_OPTIONAL) && r->number > TEXT_UTF8)
+        return bad_row(i, "unknown text kind");
+    if (r->op == OP_LENENC_OPTIONAL && r->flags & F_NULLABLE)
+        return bad_row(i, "an optional lenenc row is not nullable");
     if ((r->op == OP_FIXED || r->op == OP_TEXT_REST) && r->number > TEXT_UTF8)
         return bad_row(i, "unknown text kind");
     if (r->op == OP_FIXED && r->index < 0) return bad_row(i, "a fixed row needs its length");
@@ -2747,6 +3179,14 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
                 && r->width != 4 && r->width != 8)
             return bad_row(i, "peek width must be 1, 2, 3, 4 or 8");
     }
+    if ((r->op == OP_MASKED_BYTES || r->op == OP_REQUIRES) && check_websocket_row(self, i) < 0)
+        return -1;
+    if (r->op == OP_INT_RANGE && !(r->flags & F_VARINT) && r->width != 1 && r->width != 2
+            && r->width != 3 && r->width != 4 && r->width != 8)
+        return bad_row(i, "integer width must be 1, 2, 3, 4 or 8");
+    if (r->op == OP_TERMINATED && (r->obj == NULL || !PyBytes_CheckExact(r->obj)
+                                   || PyBytes_GET_SIZE(r->obj) == 0 || r->number > TEXT_MUTF8))
+        return bad_row(i, "a terminated row needs its terminator and text kind");
     return check_tank_row(self, i);
 }
 
@@ -2876,6 +3316,21 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
             if (r->op == OP_DERIVED_KEY) self->has_derived_key = 1;
             /* A part's value program, or the class of an enum part's members. */
             if (PyTuple_Check(attr) && parse_prog(r, attr) < 0) goto fail;
+        }
+        /* A derived size is not stored either (it has no slot name). */
+        if (r->op == OP_DERIVE && slot_name == Py_None) self->has_temp = 1;
+        if (r->op == OP_REQUIRES && parse_prog(r, obj) < 0) goto fail;
+        if (r->op == OP_INT_RANGE && (!PyTuple_Check(obj) || !PyArg_ParseTuple(
+                obj, "KK:int_range bounds", &r->range_lo, &r->range_hi))) {
+            if (!PyErr_Occurred()) bad_row(i, "an int_range row needs its bounds");
+            goto fail;
+        }
+        if (r->op == OP_DELIMITED) {
+            if (i != 0 || !PyBytes_CheckExact(obj) || PyBytes_GET_SIZE(obj) == 0) {
+                bad_row(i, "a delimiter is the first row, and bytes");
+                goto fail;
+            }
+            self->delimiter = obj;  /* the row's reference */
         }
         if (is_tank_op(r->op) && attr != Py_None && parse_prog(r, attr) < 0) goto fail;
         if (r->op == OP_MESSAGE_BYTES) {

@@ -97,6 +97,20 @@ if _framecodec is not None:
 #   op "text_rest": UTF-8 text to the end of the region
 #   op "struct_run_when": a struct_run (ref the nested class) there when extra, a program as
 #                   a condition row's ("has" naming an earlier optional struct row), gives true
+#   op "masked_bytes": bytes XOR-ed with the bytes of the earlier key row named by ref (int_type
+#                   the key's, None for a key of bytes); extra (the size or integer row sizing
+#                   them, or None for the rest; whether the key may be None, then the bytes are
+#                   sent as they are)
+#   op "requires":  a rule (its name is None), after the field rows: ref a program as for
+#                   "struct_when" ("len" and "has" naming earlier rows too) that must give true
+#   op "terminated": bytes or text ("bytes", "utf8", "mutf8" as ref says) ended by the bytes
+#                   extra
+#   op "int_range": an integer of int_type ("varint" for a varint), ref (lowest, highest,
+#                   nonzero): None where its type bounds it
+#   op "lenenc_int": a length-encoded integer; ref its constant (not stored) or None, extra
+#                   True when NULL (0xfb) reads as None
+#   op "lenenc_optional": a "lenenc" row (extra False) read when bytes remain, None when not
+#   op "delimited": the first row (its name is None): the struct ends with the bytes ref
 #   op "skip_trailing": the last row (its name is None): bytes after the last field are skipped
 #   op "float":     an IEEE 754 number: int_type the unsigned integer of its width and order
 #                   ("u32le" for a little-endian f32)
@@ -106,7 +120,8 @@ if _framecodec is not None:
 #   op "guard":     the next row is there when the program ref gives true (name None); extra
 #                   True when that row is a value row, 0 when left out (else None)
 #   op "value":     an integer of int_type (or "varint") not stored; ref its program (value:)
-#   op "derive":    no bytes: ref's program gives the value; extra True for a bool
+#   op "derive":    no bytes: ref's program gives the value; extra True for a bool;
+#                   "derived_size": the same, not stored (the size of a later field)
 #   op "struct_args": a nested struct (ref its class) whose params the program extra gives
 #   op "array_args": nested structs (ref their class), extra (count, program): count
 #                   ("field", the count_of row's name) or ("param", k); the program gives each
@@ -136,13 +151,17 @@ _STORED = {"int", "proto", vocabulary.ENVELOPE, "bytes", "struct", "uuid", "swit
            "int_when", "prefixed_optional", "default_bool", "derive", "struct_args",
            "array_args", "struct_sized", "message_bytes",
            "lenenc", "fixed", "text_rest", "struct_run_when", "float", "int_array",
-           "bit_field"}
+           "bit_field", "masked_bytes", "terminated", "int_range", "lenenc_int",
+           "lenenc_optional"}
 _TEXT_KINDS = {"bytes": 0, "utf8": 1, "mutf8": 2}
 _PRESENCE = {None: vocabulary.PRESENCE["always"], "remaining": vocabulary.PRESENCE["remaining"]}
 _PEEK = vocabulary.PRESENCE["peek"]
 _SIGNED, _BIG, _VARINT = 1, 2, 4
 _GUARDED, _EXTRA = 8, 16  # a row after a guard; a guard's value row 0, a derived bool
 _NULLABLE = 32  # a lenenc row's 0xfb is None
+_KEY_OPTIONAL = 64  # a masked_bytes row's key may be None
+_NONZERO = 128  # an int_range row's value may not be 0
+_LENENC_CONST = 256  # a lenenc_int row is a constant (not stored)
 _INT_TYPE = re.compile(r"([ui])(8|16|24|32|64)(be|le)?")
 _CHECKSUMS = {"crc32c": checksums.crc32c, "crc32": checksums.crc32}
 _METHODS = ("encode", "decode", "decode_from")
@@ -236,11 +255,13 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any],
                  if vocabulary.FRAME_ALIASES.get(row[0], row[0]) == "switch"}
     out = []
     guarded = False
-    for op, name, int_type, ref, extra in rows:
-        op = vocabulary.FRAME_ALIASES.get(op, op)
+    for word, name, int_type, ref, extra in rows:
+        op = vocabulary.FRAME_ALIASES.get(word, word)
         width, flags = (0, _VARINT) if int_type == "varint" else (
             _int_type(int_type) if int_type else (0, 0))
-        slot = name if op in _STORED else None
+        # Neither a derived size nor a constant length-encoded integer is stored.
+        slot = name if op in _STORED and word != "derived_size" and not (
+            op == "lenenc_int" and ref is not None) else None
         at, number = -1, 0
         obj: Any = None
         attr: Any = None
@@ -301,7 +322,7 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any],
             obj, at = codecs[ref], index[extra]
         elif op == "int_array":
             at = index[extra]
-        elif op == "lenenc":
+        elif op in ("lenenc", "lenenc_optional"):
             number, flags = _TEXT_KINDS[ref], _NULLABLE if extra else 0
         elif op == "const_bytes":
             obj = ref
@@ -343,6 +364,28 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any],
             obj, at = codecs[ref], index[extra]
         elif op == "struct_run_when":
             obj, attr = codecs[ref], _program(extra, index)
+        elif op == "masked_bytes":
+            size, key_optional = extra
+            at, number = -1 if size is None else index[size], index[ref]
+            flags |= _KEY_OPTIONAL if key_optional else 0
+        elif op == "int_range":
+            low, high, nonzero = ref
+            bits = 64 if width == 0 else 8 * width
+            signed = bool(flags & _SIGNED)
+            low = (-(1 << bits - 1) if signed else 0) if low is None else low
+            high = ((1 << bits - 1) - 1 if signed else (1 << bits) - 1) if high is None else high
+            obj = (low & (2**64 - 1), high & (2**64 - 1))
+            flags |= _NONZERO if nonzero else 0
+        elif op == "lenenc_int":
+            flags |= (_NULLABLE if extra else 0) | (_LENENC_CONST if ref is not None else 0)
+            number = 0 if ref is None else ref
+        elif op == "terminated":
+            number, obj = _TEXT_KINDS[ref], extra
+        elif op == "delimited":
+            obj = ref
+        elif op == "requires":
+            obj = tuple((vocabulary.EXPR[word], index[arg] if isinstance(arg, str) else arg or 0)
+                        for word, arg in ref)
         if guarded:
             flags |= _GUARDED
         guarded = op == "guard"

@@ -110,6 +110,22 @@ MAP_KEY_KINDS: Final = (
 #   derived_key  no bytes: a switch's key its program computes from earlier rows, not stored;
 #              on encode found from the body's type first (value rows before it may read it),
 #              and its program must give it back
+#   masked_bytes  bytes XOR-ed with the bytes of an earlier key row (an unsigned integer's, in
+#              its byte order, or bytes), repeated; sent as they are when the key is None. Sized
+#              by an earlier size row, an earlier integer row, or the rest of the region
+#   requires   no field of its own (after the fields): a rule (require:) whose program gives
+#              true; when it does not, the Python code raises its error
+#   terminated bytes or UTF-8 text ended by a terminator (bytes) in the struct's region, which
+#              the value may not hold (a C string, a request line's words)
+#   int_range  a stored integer (fixed width or varint) whose value must lie in a range and
+#              may have to be nonzero (min:, max:, nonzero:)
+#   lenenc_int a MySQL length-encoded integer (any form read, the shortest written): stored,
+#              None for NULL (0xfb) when nullable; or a constant, not stored
+#   lenenc_optional  a lenenc row (not nullable) read when bytes remain, None when not (written
+#              when not None): MariaDB's OK packet's info
+#   delimited  no field of its own (the first row): the struct ends with a delimiter, its
+#              fields read from the bytes before its first occurrence (which they fill), and
+#              written after them (content holding it gives up)
 FRAME_OPS: Final = ("int", "const", "size", "size_rest", "checksum", "proto", "bytes", "struct",
                     "uuid", "switch", "switch_key", "struct_run", "prefixed", "default",
                     "skip_trailing", "varint", "bool", "count_of", "struct_array", "condition",
@@ -118,7 +134,9 @@ FRAME_OPS: Final = ("int", "const", "size", "size_rest", "checksum", "proto", "b
                     "guard", "value", "derive", "struct_args", "array_args", "size_of_struct",
                     "struct_sized", "message_bytes",
                     "lenenc", "const_bytes", "fixed", "text_rest", "struct_run_when",
-                    "float", "int_array", "bits", "bit_field", "derived_key")
+                    "float", "int_array", "bits", "bit_field", "derived_key",
+                    "masked_bytes", "requires", "terminated", "delimited", "int_range",
+                    "lenenc_int", "lenenc_optional")
 # Words of a plan the compiled codec takes without a row of their own: params of int and bool
 # kinds, which the holder's row passes as 64-bit integers.
 FRAME_PLAN_WORDS: Final = ("params",)
@@ -155,6 +173,9 @@ FRAME_ALIASES: Final = MappingProxyType({
     # Nested structs one after another filling the size of the size row right before them
     # (AMQP's field tables): a "struct_run" row naming that size row.
     "struct_run_sized": "struct_run",
+    # A derived integer that is the size of a later field: a "derive" row whose value is not
+    # stored (the struct has no attribute for it) and which encoding does not check.
+    "derived_size": "derive",
 })
 FRAME_PRESENCE: Final = ("always", "remaining", "peek")
 # The integer widths, in bytes, the frame codec reads and writes (3: u24/i24, MariaDB's packet

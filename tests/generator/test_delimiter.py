@@ -173,13 +173,14 @@ def test_round_trips_and_streams(st_frames: ModuleType, commands: list[str],
     assert stream.buffered == 0
 
 
-def test_delimited_structs_stay_on_the_python_codec(tmp_path: Path) -> None:
+def test_delimited_structs_take_the_compiled_codec(tmp_path: Path) -> None:
+    """A delimited row of its own (tests/runtime/test_compiled_terminated.py)."""
     specs = write_spec(tmp_path, "st", SPEC)
     [spec] = load_frame_specs(specs, "specs", load_protocol(specs, "st", "specs"))
     plans = plan_spec(spec)
     assert plans["Version"].delimiter == b"\r\n"
-    assert [op.word for op in plans["Version"].unknown_to_c] == ["delimited"]
-    assert not plans["Version"].compiled
+    assert plans["Version"].unknown_to_c == ()
+    assert plans["Version"].compiled
 
 
 def test_the_reference_page_names_the_delimiters(tmp_path: Path) -> None:

@@ -133,8 +133,9 @@ def test_a_checksum_not_covering_the_rest_is_verified_late_and_not_compiled(
 @pytest.mark.parametrize(("fields", "word"), [
     ("- {name: n, type: u8, count_of: xs}\n      - {name: xs, type: array, of: u8, count: n}",
      "array"),
-    ("- {name: s, type: string, terminator: 0}", "terminated"),
-    ("- {name: n, type: varint, encoding: lenenc}", "lenenc_int"),
+    ("- {name: xs, type: array, of: u8, terminator: 0}", "array_limited"),
+    ("- {name: n, type: varint, encoding: lenenc, size_of: b}\n      - {name: b, type: bytes}",
+     "lenenc_int_other"),
     ("- {name: a, type: u8}\n      - {name: b, type: bytes, terminator: 0, when: a == 1}",
      "condition_other"),
     ("- {name: m, type: u8, const: 1, when_peek: {type: u8, equals: 1}}", "marker"),

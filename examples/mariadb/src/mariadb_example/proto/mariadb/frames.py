@@ -1478,8 +1478,21 @@ class StreamDecoder(FrameStream[Packet | Greeting]):
 # runtime/codec/compiled_frames.py); these methods stay the reference and run on whatever it gives
 # up on.
 install_frame_layouts((
+    (AuthSwitchRequest, True, (
+        ("const", "header", "u8", 0xfe, None),
+        ("terminated", "plugin_name", None, "utf8", b"\x00"),
+        ("bytes", "plugin_data", None, None, None),
+    )),
     (AuthSwitchResponse, True, (
         ("bytes", "data", None, None, None),
+    )),
+    (OkPacket, True, (
+        ("const", "header", "u8", 0x0, None),
+        ("lenenc_int", "affected_rows", None, None, False),
+        ("lenenc_int", "last_insert_id", None, None, False),
+        ("int", "status_flags", "u16le", None, None),
+        ("int", "warnings", "u16le", None, None),
+        ("lenenc_optional", "info", None, "utf8", False),
     )),
     (ErrPacket, True, (
         ("const", "header", "u8", 0xff, None),
@@ -1487,6 +1500,11 @@ install_frame_layouts((
         ("const_bytes", "sql_state_marker", None, b"\x23", None),
         ("fixed", "sql_state", None, "utf8", 5),
         ("text_rest", "error_message", None, None, None),
+    )),
+    (AuthResult, False, (
+        ("struct", "ok", None, OkPacket, ("u8", 0x0)),
+        ("struct", "error", None, ErrPacket, ("u8", 0xff)),
+        ("struct", "switch", None, AuthSwitchRequest, ("u8", 0xfe)),
     )),
     (EofPacket, False, (
         ("const", "header", "u8", 0xfe, None),
@@ -1502,6 +1520,21 @@ install_frame_layouts((
     )),
     (ComQuit, False, (
         ("const", "command", "u8", 0x1, None),
+    )),
+    (ColumnDefinition, False, (
+        ("const_bytes", "catalog", None, b"\x03\x64\x65\x66", None),
+        ("lenenc", "schema", None, "utf8", False),
+        ("lenenc", "table", None, "utf8", False),
+        ("lenenc", "org_table", None, "utf8", False),
+        ("lenenc", "name", None, "utf8", False),
+        ("lenenc", "org_name", None, "utf8", False),
+        ("lenenc_int", "fixed_length", None, 0xc, False),
+        ("int", "character_set", "u16le", None, None),
+        ("int", "column_length", "u32le", None, None),
+        ("int", "column_type", "u8", None, None),
+        ("int", "flags", "u16le", None, None),
+        ("int", "decimals", "u8", None, None),
+        ("const_bytes", "filler", None, b"\x00\x00", None),
     )),
     (Value, False, (
         ("lenenc", "value", None, "bytes", True),

@@ -322,8 +322,8 @@ _MASK_KEY_WORDS = frozenset({"int", "condition"})
 def _mask_links_hold(op: MaskedBytes, before: tuple[AnyFieldOp, ...],
                      at: dict[str, int]) -> bool:
     """Whether a masked_bytes row's key is an earlier integer row (always there, or there when
-    a condition or a guard holds) or bytes of a fixed length, and its size the rest, a size row measuring
-    it (a field named as a size is one), or a derived integer."""
+    a condition or a guard holds) or bytes of a fixed length, and its size the rest, a size row
+    measuring it (a field named as a size is one), or a derived integer."""
     k = at.get(op.key, -1)
     if not 0 <= k < len(before):
         return False

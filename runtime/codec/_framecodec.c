@@ -121,8 +121,9 @@ struct FrameCodecObject {
     int nparams;                /* the struct's params (params:), passed by the holder's row */
     int has_message_sizes;     /* message_bytes rows: encoding sets their sizes first */
     /* What encoding needs beyond the rows' own loop, known once the rows are checked: rows
-       whose bytes are kept in encoded[] (size, proto, size_of_struct) and rows filled in at
-       the end (size_rest, checksum). Most structs have neither, and skip those passes. */
+       whose bytes are kept in encoded[] (size, proto, size_of_struct) and rows filled in or
+       written at the end (size_rest, checksum, a delimiter). Most structs have neither, and
+       skip those passes. */
     int enc_keeps, enc_fills;
     /* The compiled constructor's last keyword names (a call site passes the same constant
        tuple every time) and the row each one names, with the stored rows they leave out: a
@@ -3402,7 +3403,7 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
         int op = self->rows[i].op;
         self->enc_keeps |= op == OP_SIZE || op == OP_PROTO || op == OP_SIZE_OF_STRUCT
                            || op == OP_STRUCT_SIZED;
-        self->enc_fills |= op == OP_SIZE_REST || op == OP_CHECKSUM;
+        self->enc_fills |= op == OP_SIZE_REST || op == OP_CHECKSUM || op == OP_DELIMITED;
     }
     return (PyObject *)self;
 fail:

@@ -131,8 +131,7 @@ def test_a_checksum_not_covering_the_rest_is_verified_late_and_not_compiled(
 
 
 @pytest.mark.parametrize(("fields", "word"), [
-    ("- {name: n, type: u8, count_of: xs}\n      - {name: xs, type: array, of: u8, count: n}",
-     "array"),
+    ("- {name: xs, type: array, of: u8, until_end: true}", "array"),
     ("- {name: xs, type: array, of: u8, terminator: 0}", "array_limited"),
     ("- {name: n, type: varint, encoding: lenenc, size_of: b}\n      - {name: b, type: bytes}",
      "lenenc_int_other"),

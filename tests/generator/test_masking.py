@@ -175,18 +175,20 @@ def test_a_key_of_bytes(ws: ModuleType) -> None:
 
 def test_masked_bytes_take_the_c_codec_when_their_struct_does(ws: ModuleType,
                                                              package: Path) -> None:
-    """Keyed's masked bytes are compiled (tests/runtime/test_compiled_masked_bytes.py); the
-    frame keeps the Python codec for its bit fields."""
+    """Keyed's masked bytes are compiled (tests/runtime/test_compiled_masked_bytes.py), and so
+    is the frame, whose key a bit field guards (tests/runtime/test_compiled_bit_fields.py)."""
     root = write_spec(package / "plan", "wsm", SPEC)
     [spec] = load_frame_specs(root, "specs", load_protocol(root, "wsm", "specs"))
     plans = {p.name: p for p in plan_spec(spec)}
     assert isinstance(kind_op(plans["Frame"].op("payload")), MaskedBytes)
     assert plans["Frame"].op("payload").word == "masked_bytes"
-    assert "bit_field" in {op.word for op in plans["Frame"].unknown_to_c}
-    assert not compiled.is_compiled(ws.Frame) and compiled.is_compiled(ws.Keyed)
+    assert plans["Frame"].unknown_to_c == () and plans["Frame"].compiled
+    assert compiled.is_compiled(ws.Frame) and compiled.is_compiled(ws.Keyed)
     wire = bytes.fromhex("818537fa213d7f9f4d5158")
+    frame = ws.Frame.decode(wire)
+    assert frame.encode() == wire
     with compiled.pure_python():
-        assert ws.Frame.decode(wire) == ws.Frame.decode(wire)
+        assert ws.Frame.decode(wire) == frame and frame.encode() == wire
 
 
 def _error(tmp_path: Path, text: str) -> str:

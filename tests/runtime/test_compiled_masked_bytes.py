@@ -12,8 +12,6 @@ random damage; well-formed frames never reach the Python methods.
 from __future__ import annotations
 
 import enum
-import sys
-from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -24,9 +22,11 @@ from hypothesis import strategies as st
 from protoframe.runtime.codec import compiled, compiled_frames
 from protoframe.runtime.codec.masking import xor_mask
 from tests.support.codec_agreement import (
+    check_emptied_slots,
     check_random_damage,
     check_truncations,
     outcome,
+    python_calls,
     same,
     same_decodes,
 )
@@ -232,43 +232,21 @@ def test_odd_values_encode_as_the_python_codec_does(m: ModuleType) -> None:
 
 
 def test_a_slot_left_empty_gives_the_python_codecs_error(m: ModuleType) -> None:
-    for cls, wire in _samples(m):
-        value = cls.decode(wire)
-        for name in type(value).__slots__:
-            broken = cls.decode(wire)
-            delattr(broken, name)
-            same(broken.encode)
+    check_emptied_slots(_samples(m))
 
 
 # --- C stays in C -------------------------------------------------------------------------------
 
 
-def _python_calls(module: ModuleType, fn: Callable[[], Any]) -> list[str]:
-    """The functions of ``module`` (its generated Python methods) that ``fn`` runs."""
-    calls: list[str] = []
-    path = module.__file__
-
-    def profile(frame: Any, event: str, arg: Any) -> None:
-        if event == "call" and frame.f_code.co_filename == path:
-            calls.append(frame.f_code.co_qualname)
-
-    sys.setprofile(profile)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-    return calls
-
-
 def test_well_formed_frames_stay_in_c(m: ModuleType) -> None:
     for cls, wire in _samples(m):
         value = cls.decode(wire)
-        calls = _python_calls(m, lambda: cls.decode(wire))  # noqa: B023
-        calls += _python_calls(m, value.encode)
+        calls = python_calls(m, lambda: cls.decode(wire))  # noqa: B023
+        calls += python_calls(m, value.encode)
         assert calls == [], (cls, calls)
     # A rule that does not hold gives up, which the check above would see.
     control = b"\x00\x08\x00\x00"  # a Close frame without fin
-    assert _python_calls(m, lambda: outcome(lambda: m.Sized.decode(control))) != []
+    assert python_calls(m, lambda: outcome(lambda: m.Sized.decode(control))) != []
 
 
 def test_rows_the_codec_cannot_follow_are_refused() -> None:

@@ -25,7 +25,12 @@ from hypothesis import strategies as st
 from protoframe.generated.pulsar import frames as pulsar
 from protoframe.generated.pulsar import pulsar_api as pb
 from protoframe.runtime.codec import compiled, compiled_frames
-from tests.support.codec_agreement import check_random_damage, check_truncations, outcome, same
+from tests.support.codec_agreement import (
+    check_random_damage,
+    check_truncations,
+    outcome,
+    same,
+)
 from tests.support.examples import scaled
 
 pytestmark = pytest.mark.skipif(

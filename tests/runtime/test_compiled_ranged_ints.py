@@ -12,7 +12,6 @@ well-formed input never reaches the Python methods.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -23,9 +22,12 @@ from hypothesis import strategies as st
 from bench import frames_examples  # noqa: F401  (imports the examples' packages)
 from protoframe.runtime.codec import compiled, compiled_frames
 from tests.support.codec_agreement import (
+    check_emptied_slots,
     check_random_damage,
+    check_stays_in_c,
     check_truncations,
     outcome,
+    python_calls,
     same,
     same_decodes,
 )
@@ -215,42 +217,15 @@ def test_odd_values_encode_as_the_python_codec_does(m: ModuleType) -> None:
 
 
 def test_a_slot_left_empty_gives_the_python_codecs_error(m: ModuleType) -> None:
-    for cls, wire in _samples(m):
-        value = cls.decode(wire)
-        for name in type(value).__slots__:
-            broken = cls.decode(wire)
-            delattr(broken, name)
-            same(broken.encode)
+    check_emptied_slots(_samples(m))
 
 
 # --- C stays in C -------------------------------------------------------------------------------
 
 
-def _python_calls(module: ModuleType, fn: Callable[[], Any]) -> list[str]:
-    """The functions of ``module`` (its generated Python methods) that ``fn`` runs."""
-    calls: list[str] = []
-    path = module.__file__
-
-    def profile(frame: Any, event: str, arg: Any) -> None:
-        if event == "call" and frame.f_code.co_filename == path:
-            calls.append(frame.f_code.co_qualname)
-
-    sys.setprofile(profile)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-    return calls
-
-
 def test_well_formed_input_stays_in_c(m: ModuleType) -> None:
-    for cls, wire in _samples(m):
-        module = sys.modules[cls.__module__]
-        value = cls.decode(wire)
-        calls = _python_calls(module, lambda: cls.decode(wire))  # noqa: B023
-        calls += _python_calls(module, value.encode)
-        assert calls == [], (cls, calls)
-    assert _python_calls(websocket, lambda: outcome(
+    check_stays_in_c(_samples(m))
+    assert python_calls(websocket, lambda: outcome(
         lambda: websocket.CloseBody.decode(b"\x00\x01"))) != []
 
 

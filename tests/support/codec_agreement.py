@@ -87,3 +87,24 @@ def python_calls(module: ModuleType, fn: Callable[[], Any]) -> list[str]:
     finally:
         sys.setprofile(None)
     return calls
+
+
+def check_stays_in_c(samples: Iterable[tuple[Any, bytes]]) -> None:
+    """Each sample decodes, and its value encodes, without running any generated Python method
+    of its class's module (the compiled codec gave up on none of them)."""
+    for cls, wire in samples:
+        module = sys.modules[cls.__module__]
+        value = cls.decode(wire)
+        calls = python_calls(module, lambda: cls.decode(wire))  # noqa: B023
+        calls += python_calls(module, value.encode)
+        assert calls == [], (cls, calls)
+
+
+def check_emptied_slots(samples: Iterable[tuple[Any, bytes]]) -> None:
+    """Each sample's value with one slot emptied, for each of its slots, encodes (or fails)
+    alike with both codecs."""
+    for cls, wire in samples:
+        for name in type(cls.decode(wire)).__slots__:
+            broken = cls.decode(wire)
+            delattr(broken, name)
+            same(broken.encode)

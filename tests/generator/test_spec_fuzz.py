@@ -71,7 +71,9 @@ def specs(draw: Draw) -> tuple[str, list[Struct]]:
     for index in range(draw(st.integers(1, 4))):
         struct = Struct(f"S{index}" if draw(st.booleans()) else
                         f"AVeryLongStructNameForFuzzingTheWrapper{index}")
-        names = iter(draw(st.permutations([*TRICKY, *PLAIN])))
+        # Wide bit fields can take more names than the lists hold: plain ones follow them.
+        names = itertools.chain(draw(st.permutations([*TRICKY, *PLAIN])),
+                                (f"extra_{k}" for k in itertools.count()))
         for _ in range(draw(st.integers(1, 5))):
             _add_field(draw, struct, names, structs)
         structs.append(struct)

@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from bench import frames_examples
 from protoframe.runtime.codec import compiled, compiled_frames
 from tests.support.codec_agreement import (
+    bare_codec,
     check_emptied_slots,
     check_random_damage,
     check_stays_in_c,
@@ -446,16 +447,9 @@ def test_well_formed_frames_stay_in_c(m: ModuleType) -> None:
 
 
 def test_rows_the_codec_cannot_follow_are_refused() -> None:
-    from dataclasses import make_dataclass
+    from protoframe.runtime.codec import vocabulary
 
-    from protoframe.runtime.codec import _framecodec, vocabulary
-
-    cls = make_dataclass("Odd", [("key", object)], slots=True)
-
-    def codec(*rows: tuple[Any, ...]) -> object:
-        return _framecodec.FrameCodec(cls, rows, True, lambda value: b"",
-                                      lambda cls, data: None, lambda cls, buf, pos, end: None)
-
+    codec = bare_codec
     ops, x = vocabulary.OPS, vocabulary.EXPR
     bits = (ops["bits"], None, 1, 0, -1, 0, None, None, None, None)
     codec(bits, (ops["bit_field"], "key", 1, 16, 0, 7, None, None, None, None))

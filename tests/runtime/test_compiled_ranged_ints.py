@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from bench import frames_examples  # noqa: F401  (imports the examples' packages)
 from protoframe.runtime.codec import compiled, compiled_frames
 from tests.support.codec_agreement import (
+    bare_codec,
     check_emptied_slots,
     check_random_damage,
     check_stays_in_c,
@@ -230,16 +231,9 @@ def test_well_formed_input_stays_in_c(m: ModuleType) -> None:
 
 
 def test_rows_the_codec_cannot_follow_are_refused() -> None:
-    from dataclasses import make_dataclass
+    from protoframe.runtime.codec import vocabulary
 
-    from protoframe.runtime.codec import _framecodec, vocabulary
-
-    cls = make_dataclass("Odd", [("key", object)], slots=True)
-
-    def codec(*rows: tuple[Any, ...]) -> object:
-        return _framecodec.FrameCodec(cls, rows, True, lambda value: b"",
-                                      lambda cls, data: None, lambda cls, buf, pos, end: None)
-
+    codec = bare_codec
     ops = vocabulary.OPS
     codec((ops["int_range"], "key", 2, 2, -1, 0, (1, 5), None, None, None))
     with pytest.raises(ValueError, match="width"):

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from protoframe.runtime.codec import compiled, compiled_frames
 from tests.support.codec_agreement import (
+    bare_codec,
     check_emptied_slots,
     check_random_damage,
     check_stays_in_c,
@@ -215,16 +216,9 @@ def test_well_formed_input_stays_in_c(m: ModuleType) -> None:
 
 
 def test_rows_the_codec_cannot_follow_are_refused() -> None:
-    from dataclasses import make_dataclass
+    from protoframe.runtime.codec import vocabulary
 
-    from protoframe.runtime.codec import _framecodec, vocabulary
-
-    cls = make_dataclass("Odd", [("key", object)], slots=True)
-
-    def codec(*rows: tuple[Any, ...]) -> object:
-        return _framecodec.FrameCodec(cls, rows, True, lambda value: b"",
-                                      lambda cls, data: None, lambda cls, buf, pos, end: None)
-
+    codec = bare_codec
     ops = vocabulary.OPS
     text = (ops["terminated"], "key", 0, 0, -1, 1, b"\x00", None, None, None)
     delimited = (ops["delimited"], None, 0, 0, -1, 0, b"\r\n", None, None, None)

@@ -108,3 +108,15 @@ def check_emptied_slots(samples: Iterable[tuple[Any, bytes]]) -> None:
             broken = cls.decode(wire)
             delattr(broken, name)
             same(broken.encode)
+
+
+def bare_codec(*rows: tuple[Any, ...]) -> object:
+    """A frame codec built straight from ``rows`` for a one-slot class (``key``), for the tests
+    of the tables the C codec refuses; it raises as the extension does."""
+    from dataclasses import make_dataclass
+
+    from protoframe.runtime.codec import _framecodec
+
+    cls = make_dataclass("Odd", [("key", object)], slots=True)
+    return _framecodec.FrameCodec(cls, rows, True, lambda value: b"",
+                                  lambda cls, data: None, lambda cls, buf, pos, end: None)

@@ -87,6 +87,10 @@ struct CodecObject {
        pool_ok when cls's instances can be kept, their memory being their slots only. */
     int pool_ok;
     int pooled_here;  /* pooled_dealloc is the one enable_constructor switches */
+    /* The offsets of cls's object slots (its tp_members, which a heap type never changes),
+       gathered once for pooled_dealloc; NULL: it walks tp_members itself. */
+    Py_ssize_t *member_offsets;
+    Py_ssize_t nmember_offsets;
     Py_ssize_t nfree;
     PyObject *free_objs[POOL_MAX];
 };
@@ -191,18 +195,32 @@ static void pooled_dealloc(PyObject *self) {
        subclass's subtype_dealloc, the slots to clear are those of the class above object. */
     PyTypeObject *base = type;
     int own = type->tp_dealloc == pooled_dealloc;
-    if (!own)
-        while (base->tp_base != NULL && !adds_no_storage(base->tp_base)) base = base->tp_base;
-    for (PyMemberDef *mp = base->tp_members; mp != NULL && mp->name != NULL; mp++) {
-        if (mp->type != T_OBJECT_EX || (mp->flags & READONLY)) continue;
-        PyObject **addr = (PyObject **)((char *)self + mp->offset);
-        PyObject *obj = *addr;
-        if (obj != NULL) {
-            *addr = NULL;
-            Py_DECREF(obj);
+    CodecObject *codec = own ? (CodecObject *)type_table_get(&codecs, (PyObject *)type) : NULL;
+    if (codec != NULL && codec->cls == type && codec->member_offsets != NULL) {
+        /* The same slots as the walk below, their offsets gathered from type's tp_members. */
+        const Py_ssize_t *offsets = codec->member_offsets;
+        for (Py_ssize_t k = 0, n = codec->nmember_offsets; k < n; k++) {
+            PyObject **addr = (PyObject **)((char *)self + offsets[k]);
+            PyObject *obj = *addr;
+            if (obj != NULL) {
+                *addr = NULL;
+                Py_DECREF(obj);
+            }
+        }
+    } else {
+        if (!own)
+            while (base->tp_base != NULL && !adds_no_storage(base->tp_base))
+                base = base->tp_base;
+        for (PyMemberDef *mp = base->tp_members; mp != NULL && mp->name != NULL; mp++) {
+            if (mp->type != T_OBJECT_EX || (mp->flags & READONLY)) continue;
+            PyObject **addr = (PyObject **)((char *)self + mp->offset);
+            PyObject *obj = *addr;
+            if (obj != NULL) {
+                *addr = NULL;
+                Py_DECREF(obj);
+            }
         }
     }
-    CodecObject *codec = own ? (CodecObject *)type_table_get(&codecs, (PyObject *)type) : NULL;
     /* Finalized once (a __del__ since removed) it would not be finalized again if one came
        back: such an instance is not handed out again. */
     if (codec != NULL && codec->pool_ok && codec->nfree < POOL_MAX
@@ -233,6 +251,22 @@ static inline PyObject *new_instance(CodecObject *codec) {
     return cls->tp_alloc(cls, 0);
 }
 
+/* The offsets of cls's object slots, as pooled_dealloc's walk of tp_members finds them.
+   Without memory for them pooled_dealloc keeps walking tp_members. */
+static void gather_member_offsets(CodecObject *codec) {
+    PyTypeObject *cls = codec->cls;
+    Py_ssize_t n = 0;
+    for (PyMemberDef *mp = cls->tp_members; mp != NULL && mp->name != NULL; mp++)
+        if (mp->type == T_OBJECT_EX && !(mp->flags & READONLY)) n++;
+    Py_ssize_t *offsets = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof(Py_ssize_t));
+    if (offsets == NULL) return;
+    n = 0;
+    for (PyMemberDef *mp = cls->tp_members; mp != NULL && mp->name != NULL; mp++)
+        if (mp->type == T_OBJECT_EX && !(mp->flags & READONLY)) offsets[n++] = mp->offset;
+    codec->member_offsets = offsets;
+    codec->nmember_offsets = n;
+}
+
 /* Put pooled_dealloc on codec's class if its instances can be pooled. */
 static void install_pool(CodecObject *codec) {
     PyTypeObject *cls = codec->cls;
@@ -240,9 +274,11 @@ static void install_pool(CodecObject *codec) {
         /* Another codec for the class (made again by hand): the class's instances are its
            pool's from now on (pooled_dealloc looks the class's codec up). */
         codec->pool_ok = 1;
+        gather_member_offsets(codec);
         return;
     }
     if (!poolable(cls)) return;
+    gather_member_offsets(codec);
     /* The tp_dealloc of a class statement (subtype_dealloc), or slotted_dealloc: both free
        exactly what pooled_dealloc frees. It is kept for enable_constructor, so that
        pure_python() frees the instances as the class statement made them do. */
@@ -562,6 +598,14 @@ static int append_unknown(PyObject **unknown, const unsigned char *p, Py_ssize_t
 static PyObject *decode_message(CodecObject *codec, const unsigned char *buf, Py_ssize_t pos,
                                 Py_ssize_t end, int depth);
 
+/* The int of an unsigned 64-bit value: PyLong_FromLongLong where it fits, since CPython makes
+   ints of one digit there without its general conversion (PyLong_FromUnsignedLongLong has
+   no such path); the same int either way. */
+static inline PyObject *unsigned_int(uint64_t v) {
+    if (v <= (uint64_t)LLONG_MAX) return PyLong_FromLongLong((long long)v);
+    return PyLong_FromUnsignedLongLong(v);
+}
+
 /* One value of field f at r->pos. Returns a new reference; NULL with no error: give up.
    For a closed enum whose number is unknown, sets *unknown_number and returns Py_None. */
 static PyObject *decode_value(FieldInfo *f, Reader *r, Py_ssize_t end, int depth,
@@ -576,10 +620,10 @@ static PyObject *decode_value(FieldInfo *f, Reader *r, Py_ssize_t end, int depth
         return PyLong_FromLongLong((int64_t)raw);
     case K_UINT32:
         if (read_varint(r, end, &raw) < 0) return NULL;
-        return PyLong_FromUnsignedLong((uint32_t)raw);
+        return PyLong_FromLongLong((long long)(uint32_t)raw);
     case K_UINT64:
         if (read_varint(r, end, &raw) < 0) return NULL;
-        return PyLong_FromUnsignedLongLong(raw);
+        return unsigned_int(raw);
     case K_SINT32: {
         if (read_varint(r, end, &raw) < 0) return NULL;
         uint32_t z = (uint32_t)raw;
@@ -613,7 +657,7 @@ static PyObject *decode_value(FieldInfo *f, Reader *r, Py_ssize_t end, int depth
         r->pos += 4;
         uint32_t bits = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16
                         | (uint32_t)p[3] << 24;
-        if (f->kind == K_FIXED32) return PyLong_FromUnsignedLong(bits);
+        if (f->kind == K_FIXED32) return PyLong_FromLongLong((long long)bits);
         if (f->kind == K_SFIXED32) return PyLong_FromLong((int32_t)bits);
         double x = PyFloat_Unpack4((const char *)p, 1);
         if (x == -1.0 && PyErr_Occurred()) return NULL;
@@ -625,7 +669,7 @@ static PyObject *decode_value(FieldInfo *f, Reader *r, Py_ssize_t end, int depth
         r->pos += 8;
         uint64_t bits = 0;
         for (int i = 7; i >= 0; i--) bits = bits << 8 | p[i];
-        if (f->kind == K_FIXED64) return PyLong_FromUnsignedLongLong(bits);
+        if (f->kind == K_FIXED64) return unsigned_int(bits);
         if (f->kind == K_SFIXED64) return PyLong_FromLongLong((int64_t)bits);
         double x = PyFloat_Unpack8((const char *)p, 1);
         if (x == -1.0 && PyErr_Occurred()) return NULL;
@@ -740,7 +784,12 @@ static PyObject *decode_message(CodecObject *codec, const unsigned char *buf, Py
     PyObject *small[128];
     PyObject **vals = nf <= 128 ? small : PyMem_Calloc((size_t)nf, sizeof(PyObject *));
     if (vals == NULL) return PyErr_NoMemory();
-    if (vals == small) memset(small, 0, (size_t)nf * sizeof(PyObject *));
+    /* Only the slotted fields' entries are read (sparse values go to the present dict): a
+       message of many sparse fields (BaseCommand) clears just those. */
+    if (vals == small) {
+        if (codec->nslotted == nf) memset(small, 0, (size_t)nf * sizeof(PyObject *));
+        else for (Py_ssize_t k = 0; k < codec->nslotted; k++) small[codec->slotted[k]] = NULL;
+    }
     PyObject *present = NULL, *unknown = NULL, *result = NULL;
     int moved = 0;
     if (codec->present_offset >= 0 && (present = PyDict_New()) == NULL) goto done;
@@ -748,7 +797,8 @@ static PyObject *decode_message(CodecObject *codec, const unsigned char *buf, Py
     while (r.pos < end) {
         Py_ssize_t start = r.pos;
         uint64_t tag;
-        if (read_varint(&r, end, &tag) < 0) goto done;
+        if (buf[r.pos] < 0x80) tag = buf[r.pos++];  /* a tag of one byte (r.pos < end) */
+        else if (read_varint(&r, end, &tag) < 0) goto done;
         int32_t entry = tag < codec->tag_limit ? codec->by_tag[tag] : find_far_tag(codec, tag);
         if (entry == 0) {
             if (skip_value(&r, end, tag) < 0) goto done;
@@ -784,7 +834,20 @@ static PyObject *decode_message(CodecObject *codec, const unsigned char *buf, Py
             }
             continue;
         }
-        PyObject *v = decode_value(f, &r, end, depth, &unknown_number, &number);
+        /* A varint of one byte (most enums, counts, small ids) for a plain integer kind or an
+           enum's known member: the value decode_value gives, without its call. */
+        unsigned char b0 = r.pos < end ? buf[r.pos] : 0x80;
+        PyObject *v;
+        if (b0 < 0x80 && f->kind >= K_INT32 && f->kind <= K_UINT64) {
+            r.pos++;
+            v = PyLong_FromLong(b0);
+        } else if (b0 < 0x80 && (f->kind == K_ENUM || f->kind == K_OPEN_ENUM)
+                   && b0 < f->nmembers && f->members[b0] != NULL) {
+            r.pos++;
+            v = Py_NewRef(f->members[b0]);
+        } else {
+            v = decode_value(f, &r, end, depth, &unknown_number, &number);
+        }
         if (v == NULL) goto done;
         if (f->mode == M_ONEOF) {
             /* The Python decoder clears the other members even when this one's closed-enum
@@ -1365,6 +1428,7 @@ static void codec_dealloc(CodecObject *self) {
     PyMem_Free(self->slot_offset);
     PyMem_Free(self->slot_repeated);
     PyMem_Free(self->required);
+    PyMem_Free(self->member_offsets);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 

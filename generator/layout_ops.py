@@ -838,6 +838,12 @@ def guardable(op: Condition) -> bool:
         case NestedOther(plan=plan, region=r) if plan is not None:
             # a struct with a condition (``when:``) and no bounds of its own
             return plan.compiled and _plain_region(r) and f.size is None
+        case Array(element=Nested(when=Always(), plan=plan), count=Expr(text=count)) if (
+                not inner.item_limits and not inner.until_end and not inner.index_used):
+            # compiled structs counted by a field or a param (TANK's partitions of a known
+            # topic): an array_args row; where its count is, is the plan's business
+            return (plan.compiled and count.strip().isidentifier()
+                    and _plain_region(inner.region) and f.size is None)
     return False
 
 

@@ -136,6 +136,13 @@ if _framecodec is not None:
 #                   (whether it is a bool, its enum class or None, its value: program or None:
 #                   stored when None, else computed on encode, not stored)
 #   op "derived_key": no bytes: a switch's key, which the program ref computes (not stored)
+# The rows TANK's consume response brought:
+#   op "marker":    a constant of int_type (ref its value), there when a peek matches it;
+#                   stored as a bool
+#   op "size_range": the byte size (of int_type) of the rows from the next one to the one
+#                   named by ref, after which comes its "size_range_end" row (ref the
+#                   size_range row's name); array_args rows may also be counted by a stored
+#                   integer row: count ("stored", its name)
 #   "signed_size", "size_of_other" and "signed_bytes" are "size" and "bytes" rows
 #   (vocabulary.FRAME_ALIASES).
 FrameRow: TypeAlias = tuple[str, str | None, str | None, Any, Any]
@@ -152,7 +159,7 @@ _STORED = {"int", "proto", vocabulary.ENVELOPE, "bytes", "struct", "uuid", "swit
            "array_args", "struct_sized", "message_bytes",
            "lenenc", "fixed", "text_rest", "struct_run_when", "float", "int_array",
            "bit_field", "masked_bytes", "terminated", "int_range", "lenenc_int",
-           "lenenc_optional"}
+           "lenenc_optional", "marker"}
 _TEXT_KINDS = {"bytes": 0, "utf8": 1, "mutf8": 2}
 _PRESENCE = {None: vocabulary.PRESENCE["always"], "remaining": vocabulary.PRESENCE["remaining"]}
 _PEEK = vocabulary.PRESENCE["peek"]
@@ -253,6 +260,7 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any],
     index = {row[1]: i for i, row in enumerate(rows)}
     switch_of = {row[4][0]: i for i, row in enumerate(rows)
                  if vocabulary.FRAME_ALIASES.get(row[0], row[0]) == "switch"}
+    range_ends = {row[3]: i for i, row in enumerate(rows) if row[0] == "size_range_end"}
     out = []
     guarded = False
     for word, name, int_type, ref, extra in rows:
@@ -356,9 +364,16 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any],
             obj, number = codecs[ref], nparams.get(ref, 0)
             if op == "array_args":
                 (word, count), extra = extra
-                at, width = (index[count], 0) if word == "field" else (-1, count)
+                at, width = (-1, count) if word == "param" else (index[count], 0)
+                flags |= _EXTRA if word == "stored" else 0  # counted by a stored integer
             attr = _program(extra, index)
         elif op == "size_of_struct":
+            at = index[ref]
+        elif op == "marker":
+            number, obj = ref & ((1 << 8 * width) - 1), False  # False when not there
+        elif op == "size_range":
+            at = range_ends[name]
+        elif op == "size_range_end":
             at = index[ref]
         elif op == "struct_sized":
             obj, at = codecs[ref], index[extra]

@@ -128,8 +128,9 @@ def _more_rows(op: FieldOp, head: str, ref: Callable[[MessageType], str]) -> str
                 op.field, SwitchField):
             tables = op.field.tables
             size = q(region.size) if region.size is not None else "None"
-            # A directional switch's row encodes only (no decoders: see Switch.word).
-            decoders = "None" if directional else f"{tables}_DECODERS"
+            # A directional switch's row has the cases sent to the client, then to the server.
+            decoders = f"({tables}_TO_CLIENT, {tables}_TO_SERVER)" if directional \
+                else f"{tables}_DECODERS"
             return f"{head}, None, {decoders}, ({q(key)}, {size}, {tables}_CODES))"
         case Computed(inner=ReadInt(int_type=t)) if op.word == "switch_key":
             return f"{head}, {q(t.name)}, None, None)"  # its switch row names it

@@ -529,9 +529,9 @@ class Switch(FieldOp):
     @property
     def word(self) -> str:  # type: ignore[override]
         """``switch`` (in the C vocabulary) for a switch the same both ways, bounded by a size
-        or by its region; ``directional_switch`` (a "switch" row that encodes only: decoding
-        needs the direction, which the Python methods take) for one decoding another struct
-        each way, bounded so; ``switch_other`` or ``directional_switch_other`` otherwise."""
+        or by its region; ``directional_switch`` (a "switch" row holding the cases of both
+        directions: its struct's decode methods take the direction) for one decoding another
+        struct each way, bounded so; ``switch_other`` or ``directional_switch_other`` otherwise."""
         other = "directional_switch_other" if self.directional else "switch_other"
         if not unconditional(self.field):
             return other

@@ -2202,6 +2202,12 @@ install_frame_layouts((
     (Frame, False, (
         ("switch_key", "msg_id", "u8", None, None),
         ("size_of_other", "size", "u32le", "body", None),
-        ("directional_switch", "body", None, None, ("msg_id", "size", _FRAME_BODY_CODES)),
+        (
+            "directional_switch",
+            "body",
+            None,
+            (_FRAME_BODY_TO_CLIENT, _FRAME_BODY_TO_SERVER),
+            ("msg_id", "size", _FRAME_BODY_CODES),
+        ),
     )),
 ))

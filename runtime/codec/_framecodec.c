@@ -1502,6 +1502,35 @@ static NOINLINE int decode_range_row(FrameCodecObject *c, const Row *r,
     return 0;
 }
 
+/* A switch decoding another struct each way (TANK's frame): F_EXTRA, obj its cases sent to
+   the client, dispatch_attr those sent to the server. The direction is the one value in
+   `params` the decode entry points pass (none: give up, as nested in another struct). */
+static NOINLINE int decode_directed_switch(FrameCodecObject *c, const Row *r, PyObject *buf,
+                                           Py_ssize_t *ppos, Py_ssize_t end, PyObject **values,
+                                           const Py_ssize_t *sizes, int depth,
+                                           const long long *params) {
+    Py_ssize_t pos = *ppos, vend = end;
+    if (params == NULL) return -1;
+    if (r->index >= 0) {
+        if (sizes[r->index] > end - pos) return -1;
+        vend = pos + sizes[r->index];
+    }
+    PyObject *cases = params[0] ? r->dispatch_attr : r->obj;
+    PyObject *found = PyDict_GetItemWithError(cases, values[r->number]);
+    if (found == NULL) return -1;  /* no case that way: the Python code's error */
+    PyObject *v = Py_TYPE(found) == &FrameCodec_Type
+        ? decode_struct((FrameCodecObject *)found, buf, &pos, vend, depth + 1)
+        : case_decode_from(found, buf, &pos, vend);
+    if (v == NULL) return -1;
+    if (r->index >= 0 && pos != vend) {
+        Py_DECREF(v);
+        return -1;
+    }
+    values[r - c->rows] = v;
+    *ppos = pos;
+    return 0;
+}
+
 /* Decode codec's struct from buf[*pos:end]; on success *pos is the position after it. NULL
    means give up (any exception is cleared by the caller). */
 static PyObject *decode_struct_p(FrameCodecObject *c, PyObject *buf, Py_ssize_t *ppos,
@@ -1593,6 +1622,8 @@ static PyObject *decode_struct_p(FrameCodecObject *c, PyObject *buf, Py_ssize_t 
             int rc = is_tank_op(r->op)
                 ? decode_tank_row(c, r, buf, data, &pos, end, values, sizes, depth, params)
                 : is_bits_op(r->op) ? decode_bits_row(c, r, data, &pos, end, values, sizes, params)
+                : r->op == OP_SWITCH && r->flags & F_EXTRA
+                ? decode_directed_switch(c, r, buf, &pos, end, values, sizes, depth, params)
                 : decode_row(c, r, buf, data, &pos, end, values, sizes, depth);
             if (rc < 0) goto give_up;
             i += rc;  /* a guard that does not hold: the row it guards is left out */
@@ -2637,6 +2668,106 @@ static PyObject *codec_own_decode(PyObject *self, PyObject *const *args, Py_ssiz
     return decode_impl(c, (PyObject *)c->cls, args[0]);
 }
 
+/* The decode methods of a struct with a switch decoding another struct each way (TANK's
+   frame): they take to_server as the Python ones do (after the buffer, or by keyword). */
+
+/* The to_server argument of such a call, whose positional arguments (after cls) are
+   args[0:nargs] and whose direction would be the at-th: 0 or 1, or -1 when the arguments are
+   anything other than the buffer's, then nothing or a bool (the Python method's to sort). */
+static int direction_arg(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                         Py_ssize_t at) {
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    PyObject *v = Py_False;
+    if (nargs < at || nargs > at + 1 || nargs + nkw > at + 1) return -1;
+    if (nargs == at + 1) {
+        v = args[at];
+    } else if (nkw == 1) {
+        if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "to_server") != 0)
+            return -1;
+        v = args[at];
+    }
+    return v == Py_True ? 1 : v == Py_False ? 0 : -1;
+}
+
+/* decode(cls, data[, to_server]) or decode_from(cls, buf, pos, end[, to_server]) (`from`),
+   args[0] being cls: compiled for well-formed bytes, else the Python method. */
+static PyObject *directed_impl(FrameCodecObject *c, PyObject *const *args, Py_ssize_t nargs,
+                               PyObject *kwnames, int from) {
+    Py_ssize_t want = from ? 3 : 1;
+    int to_server = direction_arg(args + 1, nargs - 1, kwnames, want);
+    if (to_server >= 0 && (PyTypeObject *)args[0] == c->cls && PyBytes_CheckExact(args[1])
+            && (!from || (PyLong_CheckExact(args[2]) && PyLong_CheckExact(args[3])))) {
+        long long direction[1] = {to_server};
+        PyObject *buf = args[1];
+        Py_ssize_t pos = 0, end = PyBytes_GET_SIZE(buf);
+        if (from) {
+            pos = PyLong_AsSsize_t(args[2]);
+            end = PyLong_AsSsize_t(args[3]);
+            if (PyErr_Occurred()) {
+                PyErr_Clear();
+                pos = -1;
+            }
+        }
+        if (0 <= pos && pos <= end && end <= PyBytes_GET_SIZE(buf)) {
+            PyObject *obj = decode_struct_p(c, buf, &pos, end, 0, direction);
+            if (obj != NULL && !from && pos == end) return obj;
+            if (obj != NULL && from) {
+                PyObject *at = PyLong_FromSsize_t(pos);
+                PyObject *result = at == NULL ? NULL : PyTuple_Pack(2, obj, at);
+                Py_DECREF(obj);
+                Py_XDECREF(at);
+                return result;
+            }
+            Py_XDECREF(obj);
+            PyErr_Clear();
+        }
+    }
+    return PyObject_Vectorcall(from ? c->py_decode_from : c->py_decode, args, (size_t)nargs,
+                               kwnames);
+}
+
+static PyObject *codec_decode_directed(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                       PyObject *kwnames) {
+    if (nargs < 1) {
+        PyErr_SetString(PyExc_TypeError, "decode() takes the class first");
+        return NULL;
+    }
+    return directed_impl((FrameCodecObject *)self, args, nargs, kwnames, 0);
+}
+
+static PyObject *codec_decode_from_directed(PyObject *self, PyObject *const *args,
+                                            Py_ssize_t nargs, PyObject *kwnames) {
+    if (nargs < 1) {
+        PyErr_SetString(PyExc_TypeError, "decode_from() takes the class first");
+        return NULL;
+    }
+    return directed_impl((FrameCodecObject *)self, args, nargs, kwnames, 1);
+}
+
+/* The same on the struct's own class: cls put before the arguments. */
+static PyObject *own_directed(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames, int from) {
+    FrameCodecObject *c = (FrameCodecObject *)self;
+    Py_ssize_t n = nargs + (kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
+    PyObject *small[8], **full = n + 1 <= 8 ? small : PyMem_Malloc(sizeof(PyObject *) * (n + 1));
+    if (full == NULL) return PyErr_NoMemory();
+    full[0] = (PyObject *)c->cls;
+    for (Py_ssize_t k = 0; k < n; k++) full[k + 1] = args[k];
+    PyObject *result = directed_impl(c, full, nargs + 1, kwnames, from);
+    if (full != small) PyMem_Free(full);
+    return result;
+}
+
+static PyObject *codec_own_decode_directed(PyObject *self, PyObject *const *args,
+                                           Py_ssize_t nargs, PyObject *kwnames) {
+    return own_directed(self, args, nargs, kwnames, 0);
+}
+
+static PyObject *codec_own_decode_from_directed(PyObject *self, PyObject *const *args,
+                                                Py_ssize_t nargs, PyObject *kwnames) {
+    return own_directed(self, args, nargs, kwnames, 1);
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* the compiled constructor: cls(**kwargs) without running the dataclass __init__
  *
@@ -2818,6 +2949,16 @@ static PyMethodDef codec_methods[] = {
      "decode(data) for the codec's own class."},
     {"own_decode_from", (PyCFunction)(void (*)(void))codec_own_decode_from, METH_FASTCALL,
      "decode_from(buf, pos, end) for the codec's own class."},
+    {"decode_directed", (PyCFunction)(void (*)(void))codec_decode_directed,
+     METH_FASTCALL | METH_KEYWORDS,
+     "decode(cls, data, to_server=False): the decode of a struct decoding by direction."},
+    {"decode_from_directed", (PyCFunction)(void (*)(void))codec_decode_from_directed,
+     METH_FASTCALL | METH_KEYWORDS,
+     "decode_from(cls, buf, pos, end, to_server=False), as decode_directed."},
+    {"own_decode_directed", (PyCFunction)(void (*)(void))codec_own_decode_directed,
+     METH_FASTCALL | METH_KEYWORDS, "decode_directed for the codec's own class."},
+    {"own_decode_from_directed", (PyCFunction)(void (*)(void))codec_own_decode_from_directed,
+     METH_FASTCALL | METH_KEYWORDS, "decode_from_directed for the codec's own class."},
     {"install_constructor", codec_install_constructor, METH_O,
      "install_constructor(init): the compiled constructor for cls."},
     {"enable_constructor", codec_enable_constructor, METH_O,
@@ -3126,6 +3267,9 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
     if (r->op == OP_SWITCH) {
         if (r->obj == NULL || !PyDict_Check(r->obj) || r->body_fields == NULL)
             return bad_row(i, "a switch needs its case tables");
+        if ((r->flags & F_EXTRA) != 0
+                && (r->dispatch_attr == NULL || !PyDict_Check(r->dispatch_attr)))
+            return bad_row(i, "a switch decoding by direction needs its cases each way");
         if (r->index >= 0 && r->index != i - 1)
             return bad_row(i, "a switch comes right after its size");
         if (r->number >= (unsigned long long)i

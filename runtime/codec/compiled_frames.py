@@ -208,7 +208,14 @@ def install_frame_layouts(layouts: Iterable[FrameLayout]) -> None:
                    class_method(cls, codec.own_decode, codec.decode, python[1].__func__),
                    class_method(cls, codec.own_decode_from, codec.decode_from,
                                 python[2].__func__))
-        if nparams[cls] or _decode_takes_more(python[2].__func__):
+        if _decodes_by_direction(rows):
+            # Its switch decodes another struct each way: the decode methods take to_server.
+            methods = (codec,
+                       class_method(cls, codec.own_decode_directed, codec.decode_directed,
+                                    python[1].__func__),
+                       class_method(cls, codec.own_decode_from_directed,
+                                    codec.decode_from_directed, python[2].__func__))
+        elif nparams[cls] or _decode_takes_more(python[2].__func__):
             # Decoding one on its own takes the params (or the direction) as keywords: the
             # Python methods' (the codec runs a struct with params inside its holder). Its
             # encode hands keywords to them itself.
@@ -226,6 +233,12 @@ def frame_layout(cls: type) -> tuple[bool, tuple[FrameRow, ...]] | None:
     """The layout table of frame struct ``cls`` (whether bytes after its last field are an
     error, its rows), or None when its module gave it none."""
     return _LAYOUTS.get(cls)
+
+
+def _decodes_by_direction(rows: tuple[FrameRow, ...]) -> bool:
+    """Whether a struct's table has a switch decoding another struct each way, with the
+    cases of both directions (its decode methods take to_server)."""
+    return any(row[0] == "directional_switch" and isinstance(row[3], tuple) for row in rows)
 
 
 def _decode_takes_more(decode_from: Any) -> bool:
@@ -301,7 +314,10 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any],
         elif op == "switch":
             key, size, codes = extra
             at, number = (-1 if size is None else index[size]), index[key]
-            obj = {k: codecs.get(m.__self__, m.__self__) for k, m in (ref or {}).items()}
+            if isinstance(ref, tuple):  # decoding another struct each way: both tables
+                attr = _decoders(ref[1], codecs)
+                ref, flags = ref[0], flags | _EXTRA
+            obj = _decoders(ref or {}, codecs)
             body = {cls: (code, codecs.get(cls)) for cls, code in codes.items()}
         elif op in ("switch_key", "derived_key"):
             at = switch_of[name]
@@ -406,6 +422,12 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any],
         guarded = op == "guard"
         out.append((_OPS[op], slot, width, flags, at, number, obj, attr, body, present))
     return tuple(out)
+
+
+def _decoders(table: dict[int, Any], codecs: dict[type, Any]) -> dict[int, Any]:
+    """A switch's table of decode_from methods as the extension takes it: each case's codec,
+    or its class when it has none."""
+    return {k: codecs.get(m.__self__, m.__self__) for k, m in table.items()}
 
 
 def _guard_step(word: str, arg: Any, index: dict[str | None, int]) -> tuple[Any, ...]:

@@ -174,8 +174,8 @@ ENVELOPE: Final = "envelope"
 FRAME_ALIASES: Final = MappingProxyType({
     "signed_size": "size", "size_of_other": "size", "signed_bytes": "bytes",
     "prefixed_default": "prefixed", "signed_size_rest": "size_rest",
-    # A switch decoding another struct each way: a "switch" row without decoders (its struct
-    # decodes through the Python methods, which take the direction), so it only encodes.
+    # A switch decoding another struct each way: a "switch" row with the cases of both
+    # directions (its struct's decode methods take to_server, as the Python ones do).
     "directional_switch": "switch",
     # Nested structs one after another filling the size of the size row right before them
     # (AMQP's field tables): a "struct_run" row naming that size row.

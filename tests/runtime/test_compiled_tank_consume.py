@@ -25,6 +25,7 @@ from tests.support.codec_agreement import (
     check_random_damage,
     check_stays_in_c,
     check_truncations,
+    python_calls,
     same,
     same_decodes,
 )
@@ -177,6 +178,36 @@ def test_emptied_slots_encode_as_the_python_codec_does() -> None:
 
 def test_well_formed_consume_responses_stay_in_c() -> None:
     check_stays_in_c([(cls, wire) for cls, wire in _samples() if cls is not tank.Frame])
+    for cls, wire in _samples():
+        if cls is tank.Frame:
+            assert python_calls(tank, lambda: tank.Frame.decode(wire)) == []  # noqa: B023
+
+
+def test_frames_decode_by_direction_as_the_python_codec_does() -> None:
+    """Each way, by position or keyword, on whole frames and cut ones; odd directions and
+    arguments go to the Python methods."""
+    frames = [wire for cls, wire in _samples() if cls is tank.Frame]
+    frames += [frames_protocols.tank_ours_encode(), frames_protocols.tank_consume_ours_encode(),
+               b"\x03\x00\x00\x00\x00", b"\x05\x01\x00\x00\x00\x00", b"\x09\x00\x00\x00\x00"]
+    odd: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+        ((), {"to_server": 1}), ((), {"to_server": None}), ((0,), {}), (("x",), {}),
+        ((True,), {"to_server": True}), ((), {"to_server": True, "x": 1}), ((True, 1), {}),
+        ((), {"direction": True})]
+    for wire in frames:
+        for cut in (wire, wire[:-1], wire + b"\x00"):
+            for to_server in (False, True):
+                same(lambda: tank.Frame.decode(cut, to_server=to_server))  # noqa: B023
+                same(lambda: tank.Frame.decode(cut, to_server))  # noqa: B023
+                same(lambda: tank.Frame.decode_from(cut, 0, len(cut), to_server))  # noqa: B023
+                same(lambda: tank.Frame.decode_from(  # noqa: B023
+                    cut, 0, len(cut), to_server=to_server))  # noqa: B023
+            same(lambda: tank.Frame.decode(cut))  # noqa: B023
+            same(lambda: tank.Frame.decode_from(cut, 0, len(cut)))  # noqa: B023
+        for args, kwargs in odd:
+            same(lambda: tank.Frame.decode(wire, *args, **kwargs))  # noqa: B023
+            same(lambda: tank.Frame.decode_from(wire, 0, len(wire), *args, **kwargs))  # noqa: B023
+    same(lambda: tank.Frame.decode_from(frames[0], 1, 0, to_server=False))
+    same(lambda: tank.Frame.decode_from(bytearray(frames[0]), 0, 5, to_server=False))
 
 
 def test_left_out_markers_and_partitions_take_their_defaults_with_both_constructors() -> None:

@@ -45,6 +45,10 @@ from bench.frames_protocols import (
     pravega_hand_encode,
     pravega_ours_decode,
     pravega_ours_encode,
+    tank_consume_hand_decode,
+    tank_consume_hand_encode,
+    tank_consume_ours_decode,
+    tank_consume_ours_encode,
     tank_hand_batch,
     tank_hand_decode,
     tank_hand_encode,
@@ -89,6 +93,7 @@ PRAVEGA_RUN = EventRun(events=[Event(data=bytes([i]) * 100) for i in range(100)]
 PULSAR_BATCH = make_batch(False, 100)
 PULSAR_BATCH_PROPERTY = make_batch(True, 100)
 TANK_WIRE = tank_ours_encode()
+TANK_CONSUME_WIRE = tank_consume_ours_encode()
 TUBEMQ_WIRE = tubemq_ours_encode()
 TANK_BUNDLE = Bundle(codec=0, sparse=False, msg_count=100, messages=MessageSet(messages=[
     Message(flags=1, timestamp=1_700_000_000_000 + i, key=f"k{i % 64}".encode(),
@@ -113,7 +118,9 @@ FIXTURES = (read_send, WIRE_SEND, read_message, WIRE_MESSAGE, read_ack, WIRE_ACK
             struct_encode, construct_decode, construct_encode, PRAVEGA_WIRE, PRAVEGA_RUN,
             pravega_hand_batch, pravega_hand_decode, pravega_hand_encode, pravega_ours_decode,
             TANK_WIRE, TANK_BUNDLE, tank_hand_batch, tank_hand_decode,
-            tank_hand_encode, tank_ours_decode, tank_ours_encode, TUBEMQ_WIRE,
+            tank_hand_encode, tank_ours_decode, tank_ours_encode, TANK_CONSUME_WIRE,
+            tank_consume_hand_decode, tank_consume_hand_encode, tank_consume_ours_decode,
+            tank_consume_ours_encode, TUBEMQ_WIRE,
             tubemq_hand_decode, tubemq_hand_encode, tubemq_ours_decode, tubemq_ours_encode,
             Batch, PULSAR_BATCH, PULSAR_BATCH_PROPERTY, struct_batch_decode)
 

@@ -9,7 +9,9 @@ the other does. ``check_cases`` proves, before anything is timed, that both enco
 bytes and decode the same values.
 
 * TANK: a PRODUCE request (to the broker) for one topic and partition, whose bundle holds
-  three keyed messages with timestamps; the batch is one bundle of 1,000 such messages.
+  three keyed messages with timestamps; a CONSUME response (from the broker) for a topic of
+  two partitions with data and a topic the broker does not know; the batch is one bundle of
+  1,000 such messages.
 * Pravega: an APPEND_BLOCK_END carrying four whole events, read down to the event payloads;
   the batch is an ``EventRun`` of 1,000 events of 100 bytes.
 * TubeMQ: a SEND_MESSAGE_P2B request: the frame's blocks, the three varint-delimited
@@ -233,6 +235,84 @@ def tank_hand_batch(data: bytes) -> list[tuple[Any, ...]]:
     _need(pos == len(data), "bytes after the bundle")
     values: list[tuple[Any, ...]] = list(messages)
     return values
+
+
+# TANK's CONSUME response (from the broker): a header measured by its length, one topic with
+# two partitions holding data and one topic the broker does not know (its 0xffff marker),
+# then the chunks.
+_TANK_CONSUME_HEAD = Struct("<II")  # header_length, request_id
+_TANK_PARTITION_HEAD = Struct("<HB")  # partition, error_or_flags
+_TANK_PARTITION_DATA = Struct("<QQI")  # base_seqnum, highwater_mark, chunk_length
+TANK_CONSUME_PARTITIONS = ((0, 1_000, 1_250, 6), (1, 77, 90, 4))  # partition, base, hw, chunk
+TANK_CONSUME_UNKNOWN = ("gone", 2)  # topic name, partitions asked for
+TANK_CONSUME_CHUNKS = b"chunk!" + b"more"
+TANK_CONSUME_EXPECTED = (TANK_REQUEST_ID, ((TANK_TOPIC, False, TANK_CONSUME_PARTITIONS),
+                                           (TANK_CONSUME_UNKNOWN[0], True, ())),
+                         TANK_CONSUME_CHUNKS)
+
+
+def tank_consume_ours_encode() -> bytes:
+    partitions = [tank.ConsumePartitionResult(partition=p, error_or_flags=0, base_seqnum=base,
+                                              highwater_mark=hw, chunk_length=chunk)
+                  for p, base, hw, chunk in TANK_CONSUME_PARTITIONS]
+    name, asked = TANK_CONSUME_UNKNOWN
+    return tank.Frame(body=tank.ConsumeResponse(request_id=TANK_REQUEST_ID, topics=[
+        tank.ConsumeTopicResult(name=TANK_TOPIC, partitions_cnt=len(partitions),
+                                partitions=partitions),
+        tank.ConsumeTopicResult(name=name, partitions_cnt=asked, unknown=True)],
+        chunks=TANK_CONSUME_CHUNKS)).encode()
+
+
+def tank_consume_ours_decode(data: bytes) -> tuple[Any, ...]:
+    body = tank.Frame.decode(data, to_server=False).body
+    assert isinstance(body, tank.ConsumeResponse)
+    return (body.request_id, tuple([
+        (t.name, t.unknown, () if t.partitions is None else tuple([
+            (p.partition, p.base_seqnum, p.highwater_mark, p.chunk_length)
+            for p in t.partitions])) for t in body.topics]), body.chunks)
+
+
+def tank_consume_hand_decode(data: bytes) -> tuple[Any, ...]:
+    end = len(data)
+    msg_id, size = _TANK_HEAD.unpack_from(data, 0)
+    _need(msg_id == 2 and 5 + size == end, "not one CONSUME frame")
+    header_length, request_id = _TANK_CONSUME_HEAD.unpack_from(data, 5)
+    header_end = 9 + header_length
+    _need(header_end <= end, "header truncated")
+    topics_cnt = data[13]
+    pos = 14
+    topics: list[tuple[str, bool, tuple[tuple[int, ...], ...]]] = []
+    for _ in range(topics_cnt):
+        n = data[pos]
+        name = data[pos + 1:pos + 1 + n].decode()
+        count = data[pos + 1 + n]
+        pos += 2 + n
+        if data[pos:pos + 2] == b"\xff\xff":
+            topics.append((name, True, ()))
+            pos += 2
+            continue
+        partitions = []
+        for _ in range(count):
+            partition, kind = _TANK_PARTITION_HEAD.unpack_from(data, pos)
+            _need(kind == 0, "data partitions expected")
+            partitions.append((partition, *_TANK_PARTITION_DATA.unpack_from(data, pos + 3)))
+            pos += 23
+        topics.append((name, False, tuple(partitions)))
+    _need(pos == header_end, "header length mismatch")
+    return (request_id, tuple(topics), data[header_end:])
+
+
+def tank_consume_hand_encode() -> bytes:
+    topic = TANK_TOPIC.encode()
+    parts = [_TANK_PARTITION_HEAD.pack(p, 0) + _TANK_PARTITION_DATA.pack(base, hw, chunk)
+             for p, base, hw, chunk in TANK_CONSUME_PARTITIONS]
+    name, asked = TANK_CONSUME_UNKNOWN
+    gone = name.encode()
+    header = b"".join((_U8.pack(2), _U8.pack(len(topic)), topic, _U8.pack(len(parts)), *parts,
+                       _U8.pack(len(gone)), gone, _U8.pack(asked), b"\xff\xff"))
+    body = b"".join((_TANK_CONSUME_HEAD.pack(4 + len(header), TANK_REQUEST_ID), header,
+                     TANK_CONSUME_CHUNKS))
+    return _TANK_HEAD.pack(2, len(body)) + body
 
 
 # --------------------------------------------------------------------------------------------
@@ -465,6 +545,9 @@ def frame_cases() -> list[Case]:
     return [
         Case("TANK", "PRODUCE, 3 keyed msgs", tank_ours_encode(), TANK_EXPECTED,
              tank_ours_decode, tank_hand_decode, tank_ours_encode, tank_hand_encode),
+        Case("TANK", "CONSUME response, 2 topics", tank_consume_ours_encode(),
+             TANK_CONSUME_EXPECTED, tank_consume_ours_decode, tank_consume_hand_decode,
+             tank_consume_ours_encode, tank_consume_hand_encode),
         Case("Pravega", "APPEND_BLOCK_END, 4 events", pravega_ours_encode(), PRAVEGA_EXPECTED,
              pravega_ours_decode, pravega_hand_decode, pravega_ours_encode,
              pravega_hand_encode),

@@ -36,6 +36,7 @@ from protoframe.generator.layout_ops import (
     IfPeek,
     IfRemaining,
     KindOp,
+    Marker,
     MaskedBytes,
     Nested,
     NestedOther,
@@ -64,6 +65,7 @@ from protoframe.generator.layout_ops import (
 from protoframe.generator.layout_plan import (
     LayoutPlan,
     message_size_slot,
+    range_end,
     row_programs,
     rule_programs,
 )
@@ -126,8 +128,9 @@ def _more_rows(op: FieldOp, head: str, ref: Callable[[MessageType], str]) -> str
                 op.field, SwitchField):
             tables = op.field.tables
             size = q(region.size) if region.size is not None else "None"
-            # A directional switch's row encodes only (no decoders: see Switch.word).
-            decoders = "None" if directional else f"{tables}_DECODERS"
+            # A directional switch's row has the cases sent to the client, then to the server.
+            decoders = f"({tables}_TO_CLIENT, {tables}_TO_SERVER)" if directional \
+                else f"{tables}_DECODERS"
             return f"{head}, None, {decoders}, ({q(key)}, {size}, {tables}_CODES))"
         case Computed(inner=ReadInt(int_type=t)) if op.word == "switch_key":
             return f"{head}, {q(t.name)}, None, None)"  # its switch row names it
@@ -182,6 +185,10 @@ def _more_rows(op: FieldOp, head: str, ref: Callable[[MessageType], str]) -> str
             return f"{head}, None, None, None)"
         case Default(inner=ReadInt(int_type=t)) if isinstance(op.field.default, int):
             return f"{head}, {q(t.name)}, {op.field.default}, None)"
+        case Marker(inner=Const(int_type=t, value=value)) if op.word == "marker":
+            return f"{head}, {q(t.name)}, {value:#x}, None)"
+        case Computed(inner=ReadInt(int_type=t)) if op.word == "size_range":
+            return f"{head}, {q(t.name)}, {q(range_end(op) or '')}, None)"
     return _tubemq_rows(op, head, ref)
 
 
@@ -337,8 +344,10 @@ def _kind_row(inner: KindOp, op: AnyFieldOp, progs: list[Expr], params: list[str
             return f"({q('struct_args')}, {name}, None, {plan.name}, {joined})"
         case Array(element=Nested(plan=plan), count=Expr(text=count)):
             count = count.strip()
+            # A count_of row's count, a param, or a stored integer the list must match.
             where = (f"({q('param')}, {params.index(count)})" if count in params
-                     else f"({q('field')}, {q(count)})")
+                     else f"({q('field')}, {q(count)})" if inner.count_from_field
+                     else f"({q('stored')}, {q(count)})")
             return f"({q('array_args')}, {name}, None, {plan.name}, ({where}, {joined}))"
     raise GeneratorBug(f"{op.name!r}: the plan calls {op.word!r} compiled, but it has no row",
                        str(f.location))
@@ -373,9 +382,14 @@ def layout_lines(plans: list[LayoutPlan], ref: Callable[[MessageType], str]) -> 
         if plan.delimiter is not None:
             entries.append(f"        ({q('delimited')}, None, None, "
                            f"{bytes_literal(plan.delimiter)}, None),")
+        # The size_range rows ending at each field: their end rows come after its rows.
+        ends = {range_end(op): op.name for op in plan.field_ops if op.word == "size_range"}
         for op in plan.field_ops:
             for row in _tank_rows(op, params) or [_message_bytes_row(plan, op) or _row(op, ref)]:
                 entries += fit_tuple_row(row, "        ")
+            if op.name in ends:
+                entries.append(f"        ({q('size_range_end')}, None, None, "
+                               f"{q(ends[op.name])}, None),")
         for steps in rule_programs(plan) or []:
             entries += fit_tuple_row(f"({q('requires')}, None, None, {_steps_text(steps)}, None)",
                                      "        ")

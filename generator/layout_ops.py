@@ -529,9 +529,9 @@ class Switch(FieldOp):
     @property
     def word(self) -> str:  # type: ignore[override]
         """``switch`` (in the C vocabulary) for a switch the same both ways, bounded by a size
-        or by its region; ``directional_switch`` (a "switch" row that encodes only: decoding
-        needs the direction, which the Python methods take) for one decoding another struct
-        each way, bounded so; ``switch_other`` or ``directional_switch_other`` otherwise."""
+        or by its region; ``directional_switch`` (a "switch" row holding the cases of both
+        directions: its struct's decode methods take the direction) for one decoding another
+        struct each way, bounded so; ``switch_other`` or ``directional_switch_other`` otherwise."""
         other = "directional_switch_other" if self.directional else "switch_other"
         if not unconditional(self.field):
             return other
@@ -838,6 +838,12 @@ def guardable(op: Condition) -> bool:
         case NestedOther(plan=plan, region=r) if plan is not None:
             # a struct with a condition (``when:``) and no bounds of its own
             return plan.compiled and _plain_region(r) and f.size is None
+        case Array(element=Nested(when=Always(), plan=plan), count=Expr(text=count)) if (
+                not inner.item_limits and not inner.until_end and not inner.index_used):
+            # compiled structs counted by a field or a param (TANK's partitions of a known
+            # topic): an array_args row; where its count is, is the plan's business
+            return (plan.compiled and count.strip().isidentifier()
+                    and _plain_region(inner.region) and f.size is None)
     return False
 
 

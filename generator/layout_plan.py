@@ -99,6 +99,7 @@ from protoframe.generator.layout_ops import (
     c_words,
     kind_op,
     len_value,
+    unconditional,
 )
 from protoframe.generator.length_rules import size_extra
 from protoframe.generator.spec_ir import FrameSpec
@@ -204,6 +205,7 @@ class LayoutPlan:
         rows += sum(1 for op in ops if op.word == "guard")  # a guard row before its field's
         rows += sum(len(op.exprs) for op in self.ops if isinstance(op, Requires))  # one a rule
         rows += self.delimiter is not None  # a row of its own, first
+        rows += sum(1 for op in ops if op.word == "size_range")  # its end row
         return (bool(ops) and rows <= vocabulary.FRAME_MAX_ROWS and not self.unknown_to_c
                 and all(op.plan.compiled for op in ops if isinstance(op, Nested))
                 and c_links_hold(ops) and programs_hold(self) and rules_hold(self))
@@ -274,6 +276,8 @@ def c_links_hold(ops: tuple[AnyFieldOp, ...]) -> bool:
                                                      "int_when"):
             if not _guard_reads_earlier_rows(op, ops[:i], at):
                 return False
+        if isinstance(op, Computed) and op.word == "size_range" and not _range_holds(ops, i):
+            return False
         if isinstance(op, Computed) and op.word == "len_value":
             named = (len_value(op) or (0, ""))[1]
             if named not in at or not _bytes_row(ops[at[named]]):
@@ -303,6 +307,33 @@ def c_links_hold(ops: tuple[AnyFieldOp, ...]) -> bool:
                        for o in ops[i + 1:]):
                 return False
     return True
+
+
+# The rows a size_range row of the compiled codec cannot hold: they set or read the end of
+# the region, or measure bytes after their own rows.
+_NOT_IN_RANGE = frozenset({"size_range", "size_rest", "signed_size_rest", "checksum",
+                           "skip_trailing"})
+
+
+def range_end(op: AnyFieldOp) -> str | None:
+    """The last field a size_range row measures (``size_of: {from, to}``), or None."""
+    size_range = op.field.size_range if op.word == "size_range" else None
+    return None if size_range is None else size_range[1]
+
+
+def _range_holds(ops: tuple[AnyFieldOp, ...], i: int) -> bool:
+    """Whether the size_range row ``ops[i]`` is one the compiled codec takes: an unsigned
+    fixed-width integer always there, measuring the fields from the next one on, none of
+    which sets or reads the region's end."""
+    op = ops[i]
+    inner = kind_op(op)
+    size_range = op.field.size_range
+    if (size_range is None or not isinstance(inner, ReadInt) or inner.int_type.signed
+            or not unconditional(op.field) or i + 1 >= len(ops)
+            or ops[i + 1].name != size_range[0]):
+        return False
+    last = next((k for k, o in enumerate(ops) if o.name == size_range[1]), -1)
+    return last > i and all(o.word not in _NOT_IN_RANGE for o in ops[i + 1:last + 1])
 
 
 def _after_its_bits(ops: tuple[AnyFieldOp, ...], i: int) -> bool:
@@ -418,7 +449,8 @@ def _bytes_row(op: AnyFieldOp) -> bool:
 
 # The words of the rows whose values a program of the rows TANK brought may read, and what
 # they hold ("int" or "bool"; a row that may be None gives up when read as None).
-_READABLE = {"int": "int", "varint": "int", "bool": "bool", "condition": "int", "value": "int"}
+_READABLE = {"int": "int", "varint": "int", "bool": "bool", "condition": "int", "value": "int",
+             "marker": "bool"}
 
 
 def _readable(op: AnyFieldOp) -> str | None:
@@ -542,11 +574,14 @@ def _tank_links_hold(op: AnyFieldOp, ops: tuple[AnyFieldOp, ...], at: dict[str, 
     """Whether an array_args row's count, and a size_of_struct row and the struct_sized row it
     measures, are where the compiled codec needs them."""
     inner = kind_op(op)
-    if op.word == "array_args" and isinstance(inner, Array) and inner.count is not None:
+    if op.word in ("array_args", "guard") and isinstance(inner, Array) and (
+            inner.count is not None):
         count = inner.count.text.strip()
         if count in params and count not in at:
             return True
         k = at.get(count, -1)
+        if 0 <= k < i and ops[k].word == "int" and not inner.count_from_field:
+            return True  # a stored integer: encoding checks the list's length against it
         return 0 <= k < i and ops[k].word == "count_of" and ops[k].field.count_of == op.name
     if op.word == "size_of_struct":
         k = at.get(op.field.size_of or "", -1)

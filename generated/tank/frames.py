@@ -2178,9 +2178,36 @@ install_frame_layouts((
             None,
         ),
     )),
+    (ConsumeTopicResult, False, (
+        ("prefixed", "name", "u8", "utf8", None),
+        ("int", "partitions_cnt", "u8", None, None),
+        ("marker", "unknown", "u16le", 0xffff, None),
+        ("guard", None, None, (("field", "unknown"), ("not", None)), False),
+        (
+            "array_args",
+            "partitions",
+            None,
+            ConsumePartitionResult,
+            (("stored", "partitions_cnt"), ()),
+        ),
+    )),
+    (ConsumeResponse, True, (
+        ("size_range", "header_length", "u32le", "topics", None),
+        ("int", "request_id", "u32le", None, None),
+        ("count_of", "topics_cnt", "u8", "topics", None),
+        ("struct_array", "topics", None, ConsumeTopicResult, "topics_cnt"),
+        ("size_range_end", None, None, "header_length", None),
+        ("bytes", "chunks", None, None, None),
+    )),
     (Frame, False, (
         ("switch_key", "msg_id", "u8", None, None),
         ("size_of_other", "size", "u32le", "body", None),
-        ("directional_switch", "body", None, None, ("msg_id", "size", _FRAME_BODY_CODES)),
+        (
+            "directional_switch",
+            "body",
+            None,
+            (_FRAME_BODY_TO_CLIENT, _FRAME_BODY_TO_SERVER),
+            ("msg_id", "size", _FRAME_BODY_CODES),
+        ),
     )),
 ))

@@ -527,7 +527,9 @@ static inline PyObject *decode_struct(FrameCodecObject *c, PyObject *buf, Py_ssi
 #define F_EXTRA 16   /* a guard: the value row it guards is 0 when left out (not None);
                         a derive row: the value is a bool */
 
-static inline int is_tank_op(int op) { return op >= OP_GUARD && op <= OP_STRUCT_SIZED; }
+static inline int is_tank_op(int op) {
+    return (op >= OP_GUARD && op <= OP_STRUCT_SIZED) || op == OP_MARKER;
+}
 
 /* What a program reads: on decode the rows' values so far; on encode the struct's slots, and
    for the rows not stored (value rows) what encoding them computed. */
@@ -731,8 +733,9 @@ static NOINLINE int decode_tank_row(FrameCodecObject *c, const Row *r, PyObject 
         }
         case OP_ARRAY_ARGS: {
             /* A negative count is none, as range() makes it. */
-            long long count = r->index >= 0 ? (long long)sizes[r->index]
-                                            : params == NULL ? -1 : params[r->width];
+            long long count = r->index < 0 ? (params == NULL ? -1 : params[r->width])
+                              : r->flags & F_EXTRA ? -1 : (long long)sizes[r->index];
+            if (r->flags & F_EXTRA && !small_operand(values[r->index], &count)) return -1;
             PyObject *list = PyList_New(0);
             if ((values[i] = list) == NULL) return -1;
             for (e.index = 0; e.index < count; e.index++) {
@@ -758,6 +761,15 @@ static NOINLINE int decode_tank_row(FrameCodecObject *c, const Row *r, PyObject 
             sizes[i] = (Py_ssize_t)raw;
             break;
         }
+        case OP_MARKER:  /* there (True) when a peek matches it, else False */
+            if (end - pos >= r->width
+                    && read_uint(data + pos, r->width, r->flags & F_BIG) == r->number) {
+                pos += r->width;
+                values[i] = Py_NewRef(Py_True);
+            } else {
+                values[i] = Py_NewRef(Py_False);
+            }
+            break;
         case OP_STRUCT_SIZED: {
             if (sizes[r->index] > end - pos) return -1;
             Py_ssize_t vend = pos + sizes[r->index];
@@ -1470,6 +1482,55 @@ static NOINLINE int decode_row(FrameCodecObject *c, const Row *r, PyObject *buf,
     return 0;
 }
 
+/* A size_range row (TANK's consume response header): its fields end where its size says,
+   which must be inside the region (sizes[] keeps the region's end for its end row); its end
+   row: the fields filled the size (else the Python code's error), the region's end is back. */
+static NOINLINE int decode_range_row(FrameCodecObject *c, const Row *r,
+                                     const unsigned char *data, Py_ssize_t *ppos,
+                                     Py_ssize_t *pend, Py_ssize_t *sizes) {
+    if (r->op == OP_SIZE_RANGE_END) {
+        if (*ppos != *pend) return -1;
+        *pend = sizes[r->index];
+        return 0;
+    }
+    if (*pend - *ppos < r->width) return -1;
+    unsigned long long raw = read_uint(data + *ppos, r->width, r->flags & F_BIG);
+    *ppos += r->width;
+    if (raw > (unsigned long long)(*pend - *ppos)) return -1;
+    sizes[r - c->rows] = *pend;
+    *pend = *ppos + (Py_ssize_t)raw;
+    return 0;
+}
+
+/* A switch decoding another struct each way (TANK's frame): F_EXTRA, obj its cases sent to
+   the client, dispatch_attr those sent to the server. The direction is the one value in
+   `params` the decode entry points pass (none: give up, as nested in another struct). */
+static NOINLINE int decode_directed_switch(FrameCodecObject *c, const Row *r, PyObject *buf,
+                                           Py_ssize_t *ppos, Py_ssize_t end, PyObject **values,
+                                           const Py_ssize_t *sizes, int depth,
+                                           const long long *params) {
+    Py_ssize_t pos = *ppos, vend = end;
+    if (params == NULL) return -1;
+    if (r->index >= 0) {
+        if (sizes[r->index] > end - pos) return -1;
+        vend = pos + sizes[r->index];
+    }
+    PyObject *cases = params[0] ? r->dispatch_attr : r->obj;
+    PyObject *found = PyDict_GetItemWithError(cases, values[r->number]);
+    if (found == NULL) return -1;  /* no case that way: the Python code's error */
+    PyObject *v = Py_TYPE(found) == &FrameCodec_Type
+        ? decode_struct((FrameCodecObject *)found, buf, &pos, vend, depth + 1)
+        : case_decode_from(found, buf, &pos, vend);
+    if (v == NULL) return -1;
+    if (r->index >= 0 && pos != vend) {
+        Py_DECREF(v);
+        return -1;
+    }
+    values[r - c->rows] = v;
+    *ppos = pos;
+    return 0;
+}
+
 /* Decode codec's struct from buf[*pos:end]; on success *pos is the position after it. NULL
    means give up (any exception is cleared by the caller). */
 static PyObject *decode_struct_p(FrameCodecObject *c, PyObject *buf, Py_ssize_t *ppos,
@@ -1544,6 +1605,9 @@ static PyObject *decode_struct_p(FrameCodecObject *c, PyObject *buf, Py_ssize_t 
             if (values[i] == NULL) goto give_up;
             break;
         }
+        case OP_SIZE_RANGE: case OP_SIZE_RANGE_END:
+            if (decode_range_row(c, r, data, &pos, &end, sizes) < 0) goto give_up;
+            break;
         case OP_DELIMITED: {
             /* The first row: the fields end where the delimiter first occurs. */
             Py_ssize_t at = find_bytes(data + pos, end - pos, PyBytes_AS_STRING(r->obj),
@@ -1558,6 +1622,8 @@ static PyObject *decode_struct_p(FrameCodecObject *c, PyObject *buf, Py_ssize_t 
             int rc = is_tank_op(r->op)
                 ? decode_tank_row(c, r, buf, data, &pos, end, values, sizes, depth, params)
                 : is_bits_op(r->op) ? decode_bits_row(c, r, data, &pos, end, values, sizes, params)
+                : r->op == OP_SWITCH && r->flags & F_EXTRA
+                ? decode_directed_switch(c, r, buf, &pos, end, values, sizes, depth, params)
                 : decode_row(c, r, buf, data, &pos, end, values, sizes, depth);
             if (rc < 0) goto give_up;
             i += rc;  /* a guard that does not hold: the row it guards is left out */
@@ -2259,9 +2325,13 @@ static NOINLINE int encode_tank_row(FrameCodecObject *c, const Row *r, PyObject 
         case OP_ARRAY_ARGS: {
             PyObject *list = slot(obj, r->offset);
             if (list == NULL || !PyList_CheckExact(list)) return -1;
-            /* Its length must be the count: its count_of row's, or the param's. */
-            long long count = r->index >= 0 ? (long long)counts[r->index]
-                                            : params == NULL ? -1 : params[r->width];
+            /* Its length must be the count: its count_of row's, the param's, or the stored
+               integer's (the Python code raises when it is not). */
+            long long count = r->index < 0 ? (params == NULL ? -1 : params[r->width])
+                              : r->flags & F_EXTRA ? -1 : (long long)counts[r->index];
+            if (r->flags & F_EXTRA
+                    && !small_operand(slot(obj, c->rows[r->index].offset), &count))
+                return -1;
             if (PyList_GET_SIZE(list) != count) return -1;
             for (e.index = 0; e.index < PyList_GET_SIZE(list); e.index++) {
                 long long args[EXPR_MAX_DEPTH];
@@ -2287,6 +2357,12 @@ static NOINLINE int encode_tank_row(FrameCodecObject *c, const Row *r, PyObject 
             encoded[r->index] = b;
             if (write_row_int(r, (long long)PyBytes_GET_SIZE(b), o) < 0) return -1;
             break;
+        }
+        case OP_MARKER: {
+            /* Written when True; a value other than a bool is the Python code's. */
+            PyObject *v = slot(obj, r->offset);
+            if (v == Py_True) return out_uint(o, r->number, r->width, r->flags) < 0 ? -1 : 0;
+            return v == Py_False ? 0 : -1;
         }
         case OP_STRUCT_SIZED: {
             PyObject *b = encoded[i];
@@ -2322,6 +2398,19 @@ static NOINLINE int set_message_sizes(FrameCodecObject *c, PyObject *obj) {
             Py_XSETREF(*at, size);
         }
     }
+    return 0;
+}
+
+/* A size_range row: room for its size; its end row: the size of what the rows between
+   wrote, filled in (a size its integer cannot hold is the Python code's error). */
+static NOINLINE int encode_range_row(FrameCodecObject *c, const Row *r, Out *o,
+                                     const Py_ssize_t *at) {
+    if (r->op == OP_SIZE_RANGE) return out_uint(o, 0, r->width, r->flags);
+    const Row *sr = &c->rows[r->index];
+    Py_ssize_t start = at[r->index] + sr->width, size = o->len - start;
+    if (!size_fits(sr, size)) return -1;
+    write_uint((unsigned char *)o->data + at[r->index], (unsigned long long)size, sr->width,
+               sr->flags & F_BIG);
     return 0;
 }
 
@@ -2411,6 +2500,9 @@ static int encode_struct_p(FrameCodecObject *c, PyObject *obj, Out *o, int depth
             if (out_write(o, PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v)) < 0) goto done;
             break;
         }
+        case OP_SIZE_RANGE: case OP_SIZE_RANGE_END:
+            if (encode_range_row(c, r, o, at) < 0) goto done;
+            break;
         case OP_STRUCT: {
             PyObject *v = slot(obj, r->offset);
             if (v == Py_None && r->index != PRESENT_ALWAYS) break;
@@ -2576,6 +2668,106 @@ static PyObject *codec_own_decode(PyObject *self, PyObject *const *args, Py_ssiz
     return decode_impl(c, (PyObject *)c->cls, args[0]);
 }
 
+/* The decode methods of a struct with a switch decoding another struct each way (TANK's
+   frame): they take to_server as the Python ones do (after the buffer, or by keyword). */
+
+/* The to_server argument of such a call, whose positional arguments (after cls) are
+   args[0:nargs] and whose direction would be the at-th: 0 or 1, or -1 when the arguments are
+   anything other than the buffer's, then nothing or a bool (the Python method's to sort). */
+static int direction_arg(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                         Py_ssize_t at) {
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    PyObject *v = Py_False;
+    if (nargs < at || nargs > at + 1 || nargs + nkw > at + 1) return -1;
+    if (nargs == at + 1) {
+        v = args[at];
+    } else if (nkw == 1) {
+        if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "to_server") != 0)
+            return -1;
+        v = args[at];
+    }
+    return v == Py_True ? 1 : v == Py_False ? 0 : -1;
+}
+
+/* decode(cls, data[, to_server]) or decode_from(cls, buf, pos, end[, to_server]) (`from`),
+   args[0] being cls: compiled for well-formed bytes, else the Python method. */
+static PyObject *directed_impl(FrameCodecObject *c, PyObject *const *args, Py_ssize_t nargs,
+                               PyObject *kwnames, int from) {
+    Py_ssize_t want = from ? 3 : 1;
+    int to_server = direction_arg(args + 1, nargs - 1, kwnames, want);
+    if (to_server >= 0 && (PyTypeObject *)args[0] == c->cls && PyBytes_CheckExact(args[1])
+            && (!from || (PyLong_CheckExact(args[2]) && PyLong_CheckExact(args[3])))) {
+        long long direction[1] = {to_server};
+        PyObject *buf = args[1];
+        Py_ssize_t pos = 0, end = PyBytes_GET_SIZE(buf);
+        if (from) {
+            pos = PyLong_AsSsize_t(args[2]);
+            end = PyLong_AsSsize_t(args[3]);
+            if (PyErr_Occurred()) {
+                PyErr_Clear();
+                pos = -1;
+            }
+        }
+        if (0 <= pos && pos <= end && end <= PyBytes_GET_SIZE(buf)) {
+            PyObject *obj = decode_struct_p(c, buf, &pos, end, 0, direction);
+            if (obj != NULL && !from && pos == end) return obj;
+            if (obj != NULL && from) {
+                PyObject *at = PyLong_FromSsize_t(pos);
+                PyObject *result = at == NULL ? NULL : PyTuple_Pack(2, obj, at);
+                Py_DECREF(obj);
+                Py_XDECREF(at);
+                return result;
+            }
+            Py_XDECREF(obj);
+            PyErr_Clear();
+        }
+    }
+    return PyObject_Vectorcall(from ? c->py_decode_from : c->py_decode, args, (size_t)nargs,
+                               kwnames);
+}
+
+static PyObject *codec_decode_directed(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                       PyObject *kwnames) {
+    if (nargs < 1) {
+        PyErr_SetString(PyExc_TypeError, "decode() takes the class first");
+        return NULL;
+    }
+    return directed_impl((FrameCodecObject *)self, args, nargs, kwnames, 0);
+}
+
+static PyObject *codec_decode_from_directed(PyObject *self, PyObject *const *args,
+                                            Py_ssize_t nargs, PyObject *kwnames) {
+    if (nargs < 1) {
+        PyErr_SetString(PyExc_TypeError, "decode_from() takes the class first");
+        return NULL;
+    }
+    return directed_impl((FrameCodecObject *)self, args, nargs, kwnames, 1);
+}
+
+/* The same on the struct's own class: cls put before the arguments. */
+static PyObject *own_directed(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames, int from) {
+    FrameCodecObject *c = (FrameCodecObject *)self;
+    Py_ssize_t n = nargs + (kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
+    PyObject *small[8], **full = n + 1 <= 8 ? small : PyMem_Malloc(sizeof(PyObject *) * (n + 1));
+    if (full == NULL) return PyErr_NoMemory();
+    full[0] = (PyObject *)c->cls;
+    for (Py_ssize_t k = 0; k < n; k++) full[k + 1] = args[k];
+    PyObject *result = directed_impl(c, full, nargs + 1, kwnames, from);
+    if (full != small) PyMem_Free(full);
+    return result;
+}
+
+static PyObject *codec_own_decode_directed(PyObject *self, PyObject *const *args,
+                                           Py_ssize_t nargs, PyObject *kwnames) {
+    return own_directed(self, args, nargs, kwnames, 0);
+}
+
+static PyObject *codec_own_decode_from_directed(PyObject *self, PyObject *const *args,
+                                                Py_ssize_t nargs, PyObject *kwnames) {
+    return own_directed(self, args, nargs, kwnames, 1);
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* the compiled constructor: cls(**kwargs) without running the dataclass __init__
  *
@@ -2591,7 +2783,7 @@ static PyObject *codec_own_decode(PyObject *self, PyObject *const *args, Py_ssiz
 /* Whether a row left out of the constructor's keywords takes its default (row obj). */
 static inline int has_default(const Row *r) {
     return r->op == OP_DEFAULT || (r->op == OP_PREFIXED && r->obj != NULL)
-           || r->op == OP_DEFAULT_BOOL;
+           || r->op == OP_DEFAULT_BOOL || r->op == OP_MARKER;
 }
 
 /* Whether a stored row may be left out of the constructor's keywords: an optional nested
@@ -2757,6 +2949,16 @@ static PyMethodDef codec_methods[] = {
      "decode(data) for the codec's own class."},
     {"own_decode_from", (PyCFunction)(void (*)(void))codec_own_decode_from, METH_FASTCALL,
      "decode_from(buf, pos, end) for the codec's own class."},
+    {"decode_directed", (PyCFunction)(void (*)(void))codec_decode_directed,
+     METH_FASTCALL | METH_KEYWORDS,
+     "decode(cls, data, to_server=False): the decode of a struct decoding by direction."},
+    {"decode_from_directed", (PyCFunction)(void (*)(void))codec_decode_from_directed,
+     METH_FASTCALL | METH_KEYWORDS,
+     "decode_from(cls, buf, pos, end, to_server=False), as decode_directed."},
+    {"own_decode_directed", (PyCFunction)(void (*)(void))codec_own_decode_directed,
+     METH_FASTCALL | METH_KEYWORDS, "decode_directed for the codec's own class."},
+    {"own_decode_from_directed", (PyCFunction)(void (*)(void))codec_own_decode_from_directed,
+     METH_FASTCALL | METH_KEYWORDS, "decode_from_directed for the codec's own class."},
     {"install_constructor", codec_install_constructor, METH_O,
      "install_constructor(init): the compiled constructor for cls."},
     {"enable_constructor", codec_enable_constructor, METH_O,
@@ -2836,7 +3038,7 @@ static int check_prog(FrameCodecObject *self, Py_ssize_t i, int want) {
                 at = 0;
             if (at != OP_INT && at != OP_VARINT && at != OP_BOOL && at != OP_CONDITION
                     && at != OP_VALUE && at != OP_DERIVE && at != OP_BIT_FIELD
-                    && at != OP_DERIVED_KEY)
+                    && at != OP_DERIVED_KEY && at != OP_MARKER)
                 return bad_row(i, "a program reads earlier integer rows only");
             effect = 1;
             break;
@@ -2897,6 +3099,7 @@ static int check_tank_row(FrameCodecObject *self, Py_ssize_t i) {
         if (!(t != NULL && t->flags & F_GUARDED)
                 || !(kind == OP_INT || kind == OP_VARINT || kind == OP_PREFIXED
                      || kind == OP_BYTES || kind == OP_STRUCT_ARGS || kind == OP_VALUE
+                     || kind == OP_ARRAY_ARGS
                      || (kind == OP_STRUCT && t->index == PRESENT_ALWAYS)))
             return bad_row(i, "a guard needs a row it can leave out after it");
         if ((r->flags & F_EXTRA) != 0 && kind != OP_VALUE)
@@ -2908,10 +3111,26 @@ static int check_tank_row(FrameCodecObject *self, Py_ssize_t i) {
         break;
     }
     case OP_ARRAY_ARGS:
-        if (r->index >= 0 ? r->index >= i || self->rows[r->index].op != OP_COUNT_OF
-                          : r->width < 0 || r->width >= self->nparams)
-            return bad_row(i, "an array's count is a count_of row before it or a param");
+        if (r->index >= 0 ? r->index >= i
+                            || self->rows[r->index].op != (r->flags & F_EXTRA ? OP_INT
+                                                                              : OP_COUNT_OF)
+                            || self->rows[r->index].flags & F_GUARDED
+                          : r->width < 0 || r->width >= self->nparams || r->flags & F_EXTRA)
+            return bad_row(i, "an array's count is a count_of row before it or a param, "
+                              "or an int row");
         break;
+    case OP_MARKER:
+        if (r->obj != Py_False) return bad_row(i, "a marker is False when not there");
+        break;
+    case OP_SIZE_RANGE: case OP_SIZE_RANGE_END: {
+        int open = r->op == OP_SIZE_RANGE;
+        const Row *t = r->index >= 0 && r->index < self->nrows ? &self->rows[r->index] : NULL;
+        if (t == NULL || (open ? r->index <= i : r->index >= i) || t->index != i
+                || t->op != (open ? OP_SIZE_RANGE_END : OP_SIZE_RANGE)
+                || (open && r->flags & (F_SIGNED | F_GUARDED)))
+            return bad_row(i, "a size_range row (unsigned) needs its end row after it");
+        break;
+    }
     case OP_SIZE_OF_STRUCT:
         if (r->index <= i || r->index >= self->nrows
                 || self->rows[r->index].op != OP_STRUCT_SIZED
@@ -3013,7 +3232,8 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
                   || r->op == OP_BLOCKS || (r->op == OP_PROTO_PREFIXED && !(r->flags & F_VARINT))
                   || (r->op == OP_PROTO_PREFIXED_WHEN && !(r->flags & F_VARINT))
                   || r->op == OP_LEN_VALUE || r->op == OP_INT_WHEN || r->op == OP_INT_ARRAY
-                  || (r->op == OP_PREFIXED_OPTIONAL && !(r->flags & F_VARINT));
+                  || (r->op == OP_PREFIXED_OPTIONAL && !(r->flags & F_VARINT))
+                  || r->op == OP_MARKER || r->op == OP_SIZE_RANGE;
     if (has_int && r->width != 1 && r->width != 2 && r->width != 3 && r->width != 4
             && r->width != 8)
         return bad_row(i, "integer width must be 1, 2, 3, 4 or 8");
@@ -3031,7 +3251,7 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
                  || r->op == OP_INT_ARRAY || (r->op == OP_BIT_FIELD && r->prog == NULL)
                  || r->op == OP_MASKED_BYTES || r->op == OP_TERMINATED || r->op == OP_INT_RANGE
                  || (r->op == OP_LENENC_INT && !(r->flags & F_LENENC_CONST))
-                 || r->op == OP_LENENC_OPTIONAL;
+                 || r->op == OP_LENENC_OPTIONAL || r->op == OP_MARKER;
     if (stored != (r->offset >= 0)) return bad_row(i, "stored fields, and only they, need a slot");
     if (is_bits_op(r->op) && check_bits_row(self, i) < 0) return -1;
     if (r->op == OP_SIZE) {
@@ -3047,6 +3267,9 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
     if (r->op == OP_SWITCH) {
         if (r->obj == NULL || !PyDict_Check(r->obj) || r->body_fields == NULL)
             return bad_row(i, "a switch needs its case tables");
+        if ((r->flags & F_EXTRA) != 0
+                && (r->dispatch_attr == NULL || !PyDict_Check(r->dispatch_attr)))
+            return bad_row(i, "a switch decoding by direction needs its cases each way");
         if (r->index >= 0 && r->index != i - 1)
             return bad_row(i, "a switch comes right after its size");
         if (r->number >= (unsigned long long)i

@@ -94,7 +94,10 @@ enum { /* FRAME_OPS */
     OP_INT_RANGE = 51,
     OP_LENENC_INT = 52,
     OP_LENENC_OPTIONAL = 53,
-    OP_END = 54,
+    OP_MARKER = 54,
+    OP_SIZE_RANGE = 55,
+    OP_SIZE_RANGE_END = 56,
+    OP_END = 57,
 };
 
 enum { /* FRAME_PRESENCE */
@@ -216,6 +219,9 @@ static const VocabularyWord VOCABULARY_WORDS[] = {
     {"FRAME_OPS", "int_range", OP_INT_RANGE},
     {"FRAME_OPS", "lenenc_int", OP_LENENC_INT},
     {"FRAME_OPS", "lenenc_optional", OP_LENENC_OPTIONAL},
+    {"FRAME_OPS", "marker", OP_MARKER},
+    {"FRAME_OPS", "size_range", OP_SIZE_RANGE},
+    {"FRAME_OPS", "size_range_end", OP_SIZE_RANGE_END},
     {"FRAME_PRESENCE", "always", PRESENT_ALWAYS},
     {"FRAME_PRESENCE", "remaining", PRESENT_REMAINING},
     {"FRAME_PRESENCE", "peek", PRESENT_PEEK},

@@ -136,6 +136,13 @@ if _framecodec is not None:
 #                   (whether it is a bool, its enum class or None, its value: program or None:
 #                   stored when None, else computed on encode, not stored)
 #   op "derived_key": no bytes: a switch's key, which the program ref computes (not stored)
+# The rows TANK's consume response brought:
+#   op "marker":    a constant of int_type (ref its value), there when a peek matches it;
+#                   stored as a bool
+#   op "size_range": the byte size (of int_type) of the rows from the next one to the one
+#                   named by ref, after which comes its "size_range_end" row (ref the
+#                   size_range row's name); array_args rows may also be counted by a stored
+#                   integer row: count ("stored", its name)
 #   "signed_size", "size_of_other" and "signed_bytes" are "size" and "bytes" rows
 #   (vocabulary.FRAME_ALIASES).
 FrameRow: TypeAlias = tuple[str, str | None, str | None, Any, Any]
@@ -152,7 +159,7 @@ _STORED = {"int", "proto", vocabulary.ENVELOPE, "bytes", "struct", "uuid", "swit
            "array_args", "struct_sized", "message_bytes",
            "lenenc", "fixed", "text_rest", "struct_run_when", "float", "int_array",
            "bit_field", "masked_bytes", "terminated", "int_range", "lenenc_int",
-           "lenenc_optional"}
+           "lenenc_optional", "marker"}
 _TEXT_KINDS = {"bytes": 0, "utf8": 1, "mutf8": 2}
 _PRESENCE = {None: vocabulary.PRESENCE["always"], "remaining": vocabulary.PRESENCE["remaining"]}
 _PEEK = vocabulary.PRESENCE["peek"]
@@ -201,7 +208,14 @@ def install_frame_layouts(layouts: Iterable[FrameLayout]) -> None:
                    class_method(cls, codec.own_decode, codec.decode, python[1].__func__),
                    class_method(cls, codec.own_decode_from, codec.decode_from,
                                 python[2].__func__))
-        if nparams[cls] or _decode_takes_more(python[2].__func__):
+        if _decodes_by_direction(rows):
+            # Its switch decodes another struct each way: the decode methods take to_server.
+            methods = (codec,
+                       class_method(cls, codec.own_decode_directed, codec.decode_directed,
+                                    python[1].__func__),
+                       class_method(cls, codec.own_decode_from_directed,
+                                    codec.decode_from_directed, python[2].__func__))
+        elif nparams[cls] or _decode_takes_more(python[2].__func__):
             # Decoding one on its own takes the params (or the direction) as keywords: the
             # Python methods' (the codec runs a struct with params inside its holder). Its
             # encode hands keywords to them itself.
@@ -219,6 +233,12 @@ def frame_layout(cls: type) -> tuple[bool, tuple[FrameRow, ...]] | None:
     """The layout table of frame struct ``cls`` (whether bytes after its last field are an
     error, its rows), or None when its module gave it none."""
     return _LAYOUTS.get(cls)
+
+
+def _decodes_by_direction(rows: tuple[FrameRow, ...]) -> bool:
+    """Whether a struct's table has a switch decoding another struct each way, with the
+    cases of both directions (its decode methods take to_server)."""
+    return any(row[0] == "directional_switch" and isinstance(row[3], tuple) for row in rows)
 
 
 def _decode_takes_more(decode_from: Any) -> bool:
@@ -253,6 +273,7 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any],
     index = {row[1]: i for i, row in enumerate(rows)}
     switch_of = {row[4][0]: i for i, row in enumerate(rows)
                  if vocabulary.FRAME_ALIASES.get(row[0], row[0]) == "switch"}
+    range_ends = {row[3]: i for i, row in enumerate(rows) if row[0] == "size_range_end"}
     out = []
     guarded = False
     for word, name, int_type, ref, extra in rows:
@@ -293,7 +314,10 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any],
         elif op == "switch":
             key, size, codes = extra
             at, number = (-1 if size is None else index[size]), index[key]
-            obj = {k: codecs.get(m.__self__, m.__self__) for k, m in (ref or {}).items()}
+            if isinstance(ref, tuple):  # decoding another struct each way: both tables
+                attr = _decoders(ref[1], codecs)
+                ref, flags = ref[0], flags | _EXTRA
+            obj = _decoders(ref or {}, codecs)
             body = {cls: (code, codecs.get(cls)) for cls, code in codes.items()}
         elif op in ("switch_key", "derived_key"):
             at = switch_of[name]
@@ -356,9 +380,16 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any],
             obj, number = codecs[ref], nparams.get(ref, 0)
             if op == "array_args":
                 (word, count), extra = extra
-                at, width = (index[count], 0) if word == "field" else (-1, count)
+                at, width = (-1, count) if word == "param" else (index[count], 0)
+                flags |= _EXTRA if word == "stored" else 0  # counted by a stored integer
             attr = _program(extra, index)
         elif op == "size_of_struct":
+            at = index[ref]
+        elif op == "marker":
+            number, obj = ref & ((1 << 8 * width) - 1), False  # False when not there
+        elif op == "size_range":
+            at = range_ends[name]
+        elif op == "size_range_end":
             at = index[ref]
         elif op == "struct_sized":
             obj, at = codecs[ref], index[extra]
@@ -391,6 +422,12 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any],
         guarded = op == "guard"
         out.append((_OPS[op], slot, width, flags, at, number, obj, attr, body, present))
     return tuple(out)
+
+
+def _decoders(table: dict[int, Any], codecs: dict[type, Any]) -> dict[int, Any]:
+    """A switch's table of decode_from methods as the extension takes it: each case's codec,
+    or its class when it has none."""
+    return {k: codecs.get(m.__self__, m.__self__) for k, m in table.items()}
 
 
 def _guard_step(word: str, arg: Any, index: dict[str | None, int]) -> tuple[Any, ...]:

@@ -126,6 +126,13 @@ MAP_KEY_KINDS: Final = (
 #   delimited  no field of its own (the first row): the struct ends with a delimiter, its
 #              fields read from the bytes before its first occurrence (which they fill), and
 #              written after them (content holding it gives up)
+# The rows TANK's consume response brought:
+#   marker     an optional constant integer, there when a peek of its width matches it; stored
+#              as a bool (True when there), written when True
+#   size_range the byte size (fixed width, unsigned) of the fields from the next row to the
+#              one its size_range_end row follows: decoding bounds them by it and checks that
+#              they fill it; encoding fills it in once they are written. Not stored
+#   size_range_end  no field of its own: where the size_range row's fields end
 FRAME_OPS: Final = ("int", "const", "size", "size_rest", "checksum", "proto", "bytes", "struct",
                     "uuid", "switch", "switch_key", "struct_run", "prefixed", "default",
                     "skip_trailing", "varint", "bool", "count_of", "struct_array", "condition",
@@ -136,7 +143,7 @@ FRAME_OPS: Final = ("int", "const", "size", "size_rest", "checksum", "proto", "b
                     "lenenc", "const_bytes", "fixed", "text_rest", "struct_run_when",
                     "float", "int_array", "bits", "bit_field", "derived_key",
                     "masked_bytes", "requires", "terminated", "delimited", "int_range",
-                    "lenenc_int", "lenenc_optional")
+                    "lenenc_int", "lenenc_optional", "marker", "size_range", "size_range_end")
 # Words of a plan the compiled codec takes without a row of their own: params of int and bool
 # kinds, which the holder's row passes as 64-bit integers.
 FRAME_PLAN_WORDS: Final = ("params",)
@@ -167,8 +174,8 @@ ENVELOPE: Final = "envelope"
 FRAME_ALIASES: Final = MappingProxyType({
     "signed_size": "size", "size_of_other": "size", "signed_bytes": "bytes",
     "prefixed_default": "prefixed", "signed_size_rest": "size_rest",
-    # A switch decoding another struct each way: a "switch" row without decoders (its struct
-    # decodes through the Python methods, which take the direction), so it only encodes.
+    # A switch decoding another struct each way: a "switch" row with the cases of both
+    # directions (its struct's decode methods take to_server, as the Python ones do).
     "directional_switch": "switch",
     # Nested structs one after another filling the size of the size row right before them
     # (AMQP's field tables): a "struct_run" row naming that size row.

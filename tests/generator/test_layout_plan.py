@@ -137,7 +137,8 @@ def test_a_checksum_not_covering_the_rest_is_verified_late_and_not_compiled(
      "lenenc_int_other"),
     ("- {name: a, type: u8}\n      - {name: b, type: bytes, terminator: 0, when: a == 1}",
      "condition_other"),
-    ("- {name: m, type: u8, const: 1, when_peek: {type: u8, equals: 1}}", "marker"),
+    # (a marker, once here, is a compiled row since TANK's consume response)
+    ("- {name: v, type: varint, max_bytes: 3}", "varint_other"),
 ])
 def test_a_struct_with_an_op_the_c_codec_lacks_is_not_compiled(tmp_path: Path, fields: str,
                                                                 word: str) -> None:

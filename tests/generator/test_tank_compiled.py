@@ -32,8 +32,8 @@ UNKNOWN_TO_C: dict[str, tuple[tuple[str, str], ...]] = {
     "ConsumeTopic": (),
     "ConsumeRequest": (),
     "ConsumePartitionResult": (),
-    "ConsumeTopicResult": (("unknown", "marker"), ("partitions", "condition_other")),
-    "ConsumeResponse": (("header_length", "size_range"), ("topics", "array")),
+    "ConsumeTopicResult": (),
+    "ConsumeResponse": (),
     "Ping": (),
     "Frame": (),
 }

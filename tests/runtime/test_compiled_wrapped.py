@@ -11,7 +11,7 @@ import pytest
 
 from protoframe.generated.pulsar import pulsar_api as pb
 from protoframe.generated.pulsar.frames import Frame, Payload
-from protoframe.generated.tank.frames import ConsumeResponse as PythonOnly
+from protoframe.generated.tank.frames import Ping as PythonOnly  # no fields: no table
 from protoframe.runtime.codec import compiled, compiled_frames
 
 pytestmark = pytest.mark.skipif(

@@ -2439,11 +2439,17 @@ static int encode_struct_p(FrameCodecObject *c, PyObject *obj, Out *o, int depth
         case OP_BIT_FIELD:
             break;  /* its bits went out with its bits row (encode_bits_row) */
         case OP_GUARD:
-            /* A guard reading a bit field its bits row computed (AMQP's property flags) that
-               holds: nothing to do, its row comes next. Any other goes out of line. */
-            if (r->prog_len == 1 && r->prog->op == X_FIELD && c->rows[r->prog->arg].offset < 0
-                    && computed[r->prog->arg])
-                break;
+            /* A guard reading a bit field its bits row computed (AMQP's property flags), in
+               line: when it holds its row comes next; when not, its stored row must be None
+               (as encode_tank_row says) and is left out. Any other goes out of line. */
+            if (r->prog_len == 1 && r->prog->op == X_FIELD && c->rows[r->prog->arg].offset < 0) {
+                if (computed[r->prog->arg]) break;
+                if (r[1].offset >= 0) {
+                    if (slot(obj, r[1].offset) != Py_None) goto done;
+                    at[++i] = o->len;
+                    break;
+                }
+            }
             /* fall through */
         default: {
             /* The rows issue #21 added, out of line (see decode_row). */

@@ -630,6 +630,25 @@ static int run_prog(const Step *prog, Py_ssize_t len, const Env *e, long long *o
     return 0;
 }
 
+/* run_prog leaving one value, with the one-step programs encoding runs most (AMQP's bit
+   fields are "has x", its guards "field x" of such a bit field) taken without the stack. */
+static inline int run_prog1(const Step *prog, Py_ssize_t len, const Env *e, long long *out) {
+    if (len == 1 && e->values == NULL) {
+        Py_ssize_t offset = e->c->rows[prog->arg].offset;
+        if (prog->op == X_HAS) {
+            PyObject *v = slot(e->obj, offset);
+            if (v == NULL) return -1;
+            *out = v != Py_None;
+            return 0;
+        }
+        if (prog->op == X_FIELD && offset < 0) {
+            *out = e->computed[prog->arg];
+            return 0;
+        }
+    }
+    return run_prog(prog, len, e, out, 1);
+}
+
 /* The integer of a value or size_of_struct row at data[*ppos:end] (fixed width or varint):
    0 with *raw set, or -1. */
 static int read_row_int(const Row *r, const unsigned char *data, Py_ssize_t *ppos,
@@ -2233,7 +2252,7 @@ static NOINLINE int encode_bits_row(FrameCodecObject *c, const Row *r, PyObject 
             for (Py_ssize_t j = i + 1; j <= i + r->index; j++) {
                 const Row *t = &c->rows[j];
                 if (t->prog != NULL) {
-                    if (run_prog(t->prog, t->prog_len, &e, &v, 1) < 0) return -1;
+                    if (run_prog1(t->prog, t->prog_len, &e, &v) < 0) return -1;
                     computed[j] = v;
                 } else {
                     PyObject *held = slot(obj, t->offset);
@@ -2285,7 +2304,7 @@ static NOINLINE int encode_tank_row(FrameCodecObject *c, const Row *r, PyObject 
     long long v;
     switch (r->op) {
         case OP_GUARD: {
-            if (run_prog(r->prog, r->prog_len, &e, &v, 1) < 0) return -1;
+            if (run_prog1(r->prog, r->prog_len, &e, &v) < 0) return -1;
             if (v) return 0;
             const Row *t = r + 1;
             if (t->offset >= 0) {
@@ -2509,6 +2528,21 @@ static int encode_struct_p(FrameCodecObject *c, PyObject *obj, Out *o, int depth
             if (encode_struct((FrameCodecObject *)r->obj, v, o, depth + 1) < 0) goto done;
             break;
         }
+        case OP_BIT_FIELD:
+            break;  /* its bits went out with its bits row (encode_bits_row) */
+        case OP_GUARD:
+            /* A guard reading a bit field its bits row computed (AMQP's property flags), in
+               line: when it holds its row comes next; when not, its stored row must be None
+               (as encode_tank_row says) and is left out. Any other goes out of line. */
+            if (r->prog_len == 1 && r->prog->op == X_FIELD && c->rows[r->prog->arg].offset < 0) {
+                if (computed[r->prog->arg]) break;
+                if (r[1].offset >= 0) {
+                    if (slot(obj, r[1].offset) != Py_None) goto done;
+                    at[++i] = o->len;
+                    break;
+                }
+            }
+            /* fall through */
         default: {
             /* The rows issue #21 added, out of line (see decode_row). */
             int got = is_tank_op(r->op)

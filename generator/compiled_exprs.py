@@ -53,7 +53,8 @@ def program(expr: Expr, extended: bool = False, attributes: bool = False,
     (``guard_program``) evaluate; otherwise such an expression has no program.
     ``presence`` (with ``extended``): ``has(name)`` and ``len(name)`` are ``has`` and ``len``
     steps, for the programs run on encode only (``value:`` of a value or bit field row),
-    where every stored field is there."""
+    where every stored field is there, and for a guard's condition (of earlier fields only:
+    ``layout_plan.programs_hold``)."""
     try:
         steps = tuple(_Lowering(extended, attributes, presence).lower(expr.tree.body))
     except _NoProgram:

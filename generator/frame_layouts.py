@@ -261,7 +261,7 @@ def _steps_text(steps: tuple[Step, ...]) -> str:
 def _program_text(exprs: list[Expr], params: list[str], presence: bool = False) -> str:
     """The table's program running ``exprs`` one after another (leaving a value each): its
     (word, argument) steps, a param by its number; ``presence``: a program run on encode only
-    (``has`` and ``len`` steps)."""
+    or a guard's (``has`` and ``len`` steps; a guard's of earlier fields)."""
     steps = []
     for expr in exprs:
         for word, arg in program(expr, extended=True, presence=presence) or ():
@@ -278,7 +278,7 @@ def _tank_rows(op: AnyFieldOp, params: list[str]) -> list[str] | None:
     f = op.field
     progs = row_programs(op) or []
     if isinstance(op, Condition) and op.word == "guard":
-        guard = f"({q('guard')}, None, None, {_program_text([progs[0][0]], params)}, " \
+        guard = f"({q('guard')}, None, None, {_program_text([progs[0][0]], params, True)}, " \
                 f"{f.value is not None})"
         return [guard, _kind_row(op.inner, op, [e for e, _ in progs[1:]], params)]
     if isinstance(op, Computed) and op.word == "value" or isinstance(op, Bits) and (
@@ -338,6 +338,11 @@ def _kind_row(inner: KindOp, op: AnyFieldOp, progs: list[Expr], params: list[str
             return f"({q('prefixed')}, {name}, {q(prefix)}, {q(kind)}, None)"
         case BytesToEnd():
             return f"({q('bytes')}, {name}, None, None, None)"
+        case Terminated(text=text, encoding=encoding, terminator=terminator):
+            kind = encoding if text else "bytes"
+            return f"({q('terminated')}, {name}, None, {q(kind)}, {bytes_literal(terminator)})"
+        case ReadLenenc(const=None, nullable=False):
+            return f"({q('lenenc_int')}, {name}, None, None, False)"
         case Nested(plan=plan) | NestedOther(plan=LayoutPlan() as plan) if not f.args:
             return f"({q('struct')}, {name}, None, {plan.name}, None)"
         case Nested(plan=plan) | NestedOther(plan=LayoutPlan() as plan):

@@ -806,13 +806,15 @@ def value_row(f: FrameField, inner: KindOp) -> bool:
 
 
 def guardable(op: Condition) -> bool:
-    """Whether a guard row can leave out ``op``'s field: an integer, a varint, bytes or text
-    after a length prefix, bytes to the end of the region, or a nested struct always there
+    """Whether a guard row can leave out ``op``'s field: an integer, a varint, a MySQL
+    length-encoded integer, bytes or text after a length prefix or ended by a terminator,
+    bytes to the end of the region, or a nested struct always there
     (with arguments or not), its condition having a program, none other than ``when:``, and
     None (0 for a ``value:`` field) when left out."""
     f = op.field
     inner = op.inner
-    if (f.when is None or program(f.when, extended=True) is None or f.when_peek is not None
+    if (f.when is None or program(f.when, extended=True, presence=True) is None
+            or f.when_peek is not None
             or f.when_remaining or f.marker or f.default is not None or not f.wire):
         return False
     if f.value is not None:
@@ -833,6 +835,11 @@ def guardable(op: Condition) -> bool:
                     and f.compression is None)
         case BytesToEnd():
             return f.compression is None
+        case Terminated(text=text, encoding=encoding):
+            # a C string (MariaDB's handshake response): bytes, UTF-8 or modified UTF-8 text
+            return f.compression is None and (not text or encoding in ("utf8", "mutf8"))
+        case ReadLenenc(const=None, nullable=False):
+            return True
         case Nested(when=Always()):
             return inner.plan.compiled
         case NestedOther(plan=plan, region=r) if plan is not None:

@@ -97,6 +97,7 @@ from protoframe.generator.layout_ops import (
     WithArgs,
     Wrap,
     c_words,
+    guardable,
     kind_op,
     len_value,
     unconditional,
@@ -477,8 +478,9 @@ def _arg_exprs(f: FrameField, plan: LayoutPlan) -> list[Expr] | None:
 
 # What a program of a row is, for the names it may read: a value (``value:``, run on encode
 # only, reading any stored field and earlier values), an array item's arguments (which may
-# name ``_index``), or another (earlier rows only).
-ProgramUse = Literal["value", "item_args", ""]
+# name ``_index``), a guard's condition (earlier rows, and has() and len() of earlier stored
+# fields), or another (earlier rows only).
+ProgramUse = Literal["value", "item_args", "guard", ""]
 
 
 def row_programs(op: AnyFieldOp) -> list[tuple[Expr, ProgramUse]] | None:
@@ -488,7 +490,7 @@ def row_programs(op: AnyFieldOp) -> list[tuple[Expr, ProgramUse]] | None:
     out: list[tuple[Expr, ProgramUse]] = []
     inner = kind_op(op)
     if isinstance(op, Condition) and op.word == "guard" and f.when is not None:
-        out.append((f.when, ""))
+        out.append((f.when, "guard"))
     if (isinstance(op, Computed) and op.word == "value" or op.word == "guard") and (
             f.value is not None):
         out.append((f.value, "value"))
@@ -523,7 +525,7 @@ def programs_hold(plan: LayoutPlan) -> bool:
         if exprs is None:
             return False
         for expr, use in exprs:
-            steps = program(expr, extended=True, presence=use == "value")
+            steps = program(expr, extended=True, presence=use in ("value", "guard"))
             if steps is None:
                 return False
             for word, arg in steps:
@@ -533,7 +535,9 @@ def programs_hold(plan: LayoutPlan) -> bool:
                 if word == "field" and not (name in kinds or (name in params and name not in at)
                                             or (use == "value" and name in stored | keys)):
                     return False
-                if word in ("has", "len") and not _presence_reads(ops, at, name, word):
+                if word in ("has", "len") and not (
+                        _presence_reads(ops, at, name, word)
+                        and (use == "value" or at[name] < i)):
                     return False
         if isinstance(op, Bits) and op.word in _DERIVE_WORDS and not op.as_bool and (
                 result_kind(op.expr, kinds) != "int"):
@@ -644,6 +648,10 @@ def guard_conditions(ops: list[AnyFieldOp]) -> list[AnyFieldOp]:
             if (steps is None or not all(words.get(name, "") in _INT_WORDS for name in names)) \
                     and program(op.expr, extended=True) is not None:
                 op = replace(op, guarded=True)
+            elif op.word == "condition_other" and guardable(guarded := replace(op, guarded=True)):
+                # One testing has() of earlier fields (MariaDB's QueryResponse), which no
+                # other row takes.
+                op = guarded
         words[op.name] = op.word
         out.append(op)
     return out

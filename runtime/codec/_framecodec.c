@@ -3078,8 +3078,10 @@ static int check_prog(FrameCodecObject *self, Py_ssize_t i, int want) {
             break;
         }
         case X_HAS: case X_LEN:
-            if (r->op != OP_VALUE && r->op != OP_BIT_FIELD)
-                return bad_row(i, "has() and len() are of programs run on encode only");
+            /* A guard's reads an earlier row: on decode its value is there. */
+            if (r->op != OP_VALUE && r->op != OP_BIT_FIELD && !(r->op == OP_GUARD && st->arg < i))
+                return bad_row(i, "has() and len() are of programs run on encode only, or a "
+                                  "guard's of an earlier field");
             if (st->arg < 0 || st->arg >= self->nrows || self->rows[st->arg].offset < 0)
                 return bad_row(i, "has() and len() read a stored field");
             effect = 1;
@@ -3133,7 +3135,8 @@ static int check_tank_row(FrameCodecObject *self, Py_ssize_t i) {
         if (!(t != NULL && t->flags & F_GUARDED)
                 || !(kind == OP_INT || kind == OP_VARINT || kind == OP_PREFIXED
                      || kind == OP_BYTES || kind == OP_STRUCT_ARGS || kind == OP_VALUE
-                     || kind == OP_ARRAY_ARGS
+                     || kind == OP_ARRAY_ARGS || kind == OP_TERMINATED
+                     || (kind == OP_LENENC_INT && !(t->flags & (F_LENENC_CONST | F_NULLABLE)))
                      || (kind == OP_STRUCT && t->index == PRESENT_ALWAYS)))
             return bad_row(i, "a guard needs a row it can leave out after it");
         if ((r->flags & F_EXTRA) != 0 && kind != OP_VALUE)

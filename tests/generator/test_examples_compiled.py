@@ -22,11 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # C codec does not know, for the structs it does not take)
 UNKNOWN_TO_C: dict[str, tuple[str, dict[str, tuple[tuple[str, str], ...]]]] = {
     "mariadb": ("mariadb_example.proto.mariadb.frames", {
-        "Greeting": (("length", "adjusted_size_rest"), ("auth_plugin_data_2", "condition_other"),
-                     ("auth_plugin_name", "condition_other")),
-        "HandshakeResponse": (("database", "condition_other"),
-                              ("auth_plugin_name", "condition_other")),
-        "QueryResponse": (("column_count", "condition_other"),),
+        "Greeting": (("length", "adjusted_size_rest"), ("auth_plugin_data_2", "condition_other")),
     }),
     "amqp": ("amqp_client.proto.amqp.frames", {}),
     "websocket": ("websocket_app.proto.websocket.frames", {}),

@@ -135,7 +135,7 @@ def test_a_checksum_not_covering_the_rest_is_verified_late_and_not_compiled(
     ("- {name: xs, type: array, of: u8, terminator: 0}", "array_limited"),
     ("- {name: n, type: varint, encoding: lenenc, size_of: b}\n      - {name: b, type: bytes}",
      "lenenc_int_other"),
-    ("- {name: a, type: u8}\n      - {name: b, type: bytes, terminator: 0, when: a == 1}",
+    ("- {name: a, type: u8}\n      - {name: b, type: bytes, length: 3, when: a == 1}",
      "condition_other"),
     # (a marker, once here, is a compiled row since TANK's consume response)
     ("- {name: v, type: varint, max_bytes: 3}", "varint_other"),

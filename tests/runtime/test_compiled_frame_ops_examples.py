@@ -122,7 +122,8 @@ def test_the_new_operations_are_compiled(m: ModuleType) -> None:
     for name in ("Packet", "Ints", "Strings", "Row", "Cell", "Fixed", "Result"):
         assert compiled.is_compiled(getattr(m, name)), name
     for cls in (mariadb.Packet, mariadb.Value, mariadb.ErrPacket, mariadb.ComQuery,
-                mariadb.RowPacket, amqp.ProtocolHeader):
+                mariadb.RowPacket, mariadb.HandshakeResponse, mariadb.QueryResponse,
+                amqp.ProtocolHeader):
         assert compiled.is_compiled(cls), cls
 
 
@@ -195,6 +196,77 @@ def test_mariadb_row_packets_round_trip(seq: int, values: list[bytes | None]) ->
         assert same_decodes(mariadb.Value, value.encode()) == "value"
 
 
+# Capabilities with CONNECT_WITH_DB (0x8) and CLIENT_PLUGIN_AUTH (0x80000) on and off.
+_capabilities = st.integers(0, 2**32 - 1) | st.sampled_from([0, 0x8, 0x80000, 0x80008])
+
+
+def _handshake(capabilities: int, database: object, plugin: object) -> Any:
+    """A HandshakeResponse whose guarded C strings are set as its capabilities say."""
+    return mariadb.HandshakeResponse(
+        capabilities=capabilities, max_packet_size=0x1000000, character_set=33,
+        mariadb_capabilities=0, username="root", auth_response=b"\x14" * 20,
+        database=database if capabilities & 0x8 else None,
+        auth_plugin_name=plugin if capabilities & 0x80000 else None)
+
+
+def _query_response(which: str, column_count: int) -> Any:
+    """A QueryResponse that is an OK, an error or a result set's column count."""
+    return mariadb.QueryResponse(
+        ok=mariadb.OkPacket(affected_rows=1, last_insert_id=2, status_flags=2, warnings=0,
+                            info=None) if which == "ok" else None,
+        error=mariadb.ErrPacket(error_code=1146, sql_state="42S02", error_message="t")
+        if which == "error" else None,
+        column_count=column_count if which == "count" else None)
+
+
+# Column counts on both sides of each lenenc form's edge (0xfb..0xff begin no one-byte form);
+# never 0, whose byte reads as an OK packet (as MariaDB's).
+_counts = st.integers(1, 2**64 - 1) | st.sampled_from(
+    [1, 0xFA, 0xFB, 0xFC, 0xFFFF, 0x10000, 0xFFFFFF, 0x1000000])
+
+
+@settings(max_examples=scaled(100), deadline=None)
+@given(capabilities=_capabilities, database=_text.filter(lambda t: "\x00" not in t),
+       plugin=_text, which=st.sampled_from(["ok", "error", "count"]), count=_counts)
+def test_mariadb_guarded_fields_round_trip(capabilities: int, database: str, plugin: str,
+                                           which: str, count: int) -> None:
+    """HandshakeResponse's C strings under a capability bit and QueryResponse's column count
+    under has(): the same bytes, values and errors (a plugin name holding NUL is one)."""
+    for value in (_handshake(capabilities, database, plugin), _query_response(which, count)):
+        kind, _ = same(value.encode)
+        if kind == "value":
+            wire = value.encode()
+            assert same_decodes(type(value), wire) == "value"
+            assert type(value).decode(wire) == value
+
+
+def test_mariadb_guarded_fields_out_of_place_encode_as_the_python_codec_does() -> None:
+    """A guarded field set where its guard does not hold, left None where it holds, or of
+    another type: the Python codec's outcome."""
+    for capabilities in (0, 0x8, 0x80000, 0x80008):
+        for database in (None, "db", b"db", 1, "a\x00b", "\ud800"):
+            for plugin in (None, "mysql_native_password", b"p"):
+                value = _handshake(0x80008, database, plugin)
+                value.capabilities = capabilities
+                same(value.encode)
+    ok = _query_response("ok", 0).ok
+    error = _query_response("error", 0).error
+    for o in (None, ok):
+        for e in (None, error):
+            for count in (None, 0, 0xFB, 2**64 - 1, 2**64, -1, "1", True, 1.0):
+                value = mariadb.QueryResponse(ok=o, error=e, column_count=count)
+                kind, _ = same(value.encode)
+                if kind == "value":
+                    same_decodes(mariadb.QueryResponse, value.encode())
+
+
+@pytest.mark.parametrize("count", [b"\xfb", b"\xfc\x01\x00", b"\xfc\x01", b"\xfd\x00\x00\x01",
+                                   b"\xfe" + b"\xff" * 8, b"\xfe\x01", b"\x03\x00", b""])
+def test_mariadb_column_count_forms_match(count: bytes) -> None:
+    """NULL where it may not be, forms not the shortest, cut, trailing bytes, nothing."""
+    same_decodes(mariadb.QueryResponse, count)
+
+
 def test_the_bench_frames_agree() -> None:
     wire = frames_examples.mariadb_ours_encode()
     assert same(frames_examples.mariadb_ours_encode)[1] == repr(wire)
@@ -228,6 +300,10 @@ def _samples(m: ModuleType) -> list[tuple[Any, bytes]]:
                 warnings=0, status_flags=2)).encode()),
             (mariadb.RowPacket, mariadb.RowPacket(error=mariadb.ErrPacket(
                 error_code=1, sql_state="HY000", error_message="x")).encode())]
+    out += [(mariadb.HandshakeResponse, _handshake(c, "test", "mysql_native_password").encode())
+            for c in (0x8, 0x80008)]
+    out += [(mariadb.QueryResponse, _query_response(which, count).encode())
+            for which, count in (("ok", 0), ("error", 0), ("count", 0xFFFF))]
     return out
 
 

@@ -386,6 +386,16 @@ def test_rows_the_codec_cannot_follow_are_refused() -> None:
         codec(row("int", "key", 1, flags=8))
     with pytest.raises(ValueError, match="only a value row"):
         codec(row("guard", None, flags=16, program=yes), row("int", "key", 1, flags=8))
+    # A guard leaves out a C string or a length-encoded integer (MariaDB's), not a nullable one.
+    codec(row("guard", None, program=yes), row("terminated", "key", flags=8, obj=b"\x00"))
+    codec(row("guard", None, program=yes), row("lenenc_int", "key", flags=8))
+    with pytest.raises(ValueError, match="a row it can leave out"):
+        codec(row("guard", None, program=yes), row("lenenc_int", "key", flags=8 | 32))
+    # A guard's has() reads an earlier stored field, not a later one.
+    codec(row("bytes", "body"), row("guard", None, program=((x["has"], 0),)),
+          row("int", "key", 1, flags=8))
+    with pytest.raises(ValueError, match="or a guard's of an earlier field"):
+        codec(row("guard", None, program=((x["has"], 1),)), row("int", "key", 1, flags=8))
     with pytest.raises(ValueError, match="no such param"):
         codec(row("derive", "key", program=((x["param"], 1),)), nparams=1)
     with pytest.raises(ValueError, match="only an array's items"):

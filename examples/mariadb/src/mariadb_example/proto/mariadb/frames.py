@@ -1478,6 +1478,31 @@ class StreamDecoder(FrameStream[Packet | Greeting]):
 # runtime/codec/compiled_frames.py); these methods stay the reference and run on whatever it gives
 # up on.
 install_frame_layouts((
+    (HandshakeResponse, False, (
+        ("int", "capabilities", "u32le", None, None),
+        ("int", "max_packet_size", "u32le", None, None),
+        ("int", "character_set", "u8", None, None),
+        (
+            "const_bytes",
+            "filler",
+            None,
+            b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00",
+            None,
+        ),
+        ("int", "mariadb_capabilities", "u32le", None, None),
+        ("terminated", "username", None, "utf8", b"\x00"),
+        ("lenenc", "auth_response", None, "bytes", False),
+        ("guard", None, None, (("field", "capabilities"), ("const", 8), ("bitand", None)), False),
+        ("terminated", "database", None, "utf8", b"\x00"),
+        (
+            "guard",
+            None,
+            None,
+            (("field", "capabilities"), ("const", 524288), ("bitand", None)),
+            False,
+        ),
+        ("terminated", "auth_plugin_name", None, "utf8", b"\x00"),
+    )),
     (AuthSwitchRequest, True, (
         ("const", "header", "u8", 0xfe, None),
         ("terminated", "plugin_name", None, "utf8", b"\x00"),
@@ -1520,6 +1545,18 @@ install_frame_layouts((
     )),
     (ComQuit, False, (
         ("const", "command", "u8", 0x1, None),
+    )),
+    (QueryResponse, False, (
+        ("struct", "ok", None, OkPacket, ("u8", 0x0)),
+        ("struct", "error", None, ErrPacket, ("u8", 0xff)),
+        (
+            "guard",
+            None,
+            None,
+            (("has", "ok"), ("not", None), ("has", "error"), ("not", None), ("andv", None)),
+            False,
+        ),
+        ("lenenc_int", "column_count", None, None, False),
     )),
     (ColumnDefinition, False, (
         ("const_bytes", "catalog", None, b"\x03\x64\x65\x66", None),

@@ -112,7 +112,11 @@ test-fast: $(STAMP)
 
 # mypy --strict and pytest on each of TEST_VERSIONS that .ci/find-python finds, each in its own
 # .venv-3.X with the dev extra (not spark: its tests skip). It says which versions it found and
-# which it skipped, runs them all, and fails if any run failed.
+# which it skipped, installs their environments one after another (pip writes the shared
+# *.egg-info), then runs the versions' suites side by side: each is one pytest process, and most
+# of a suite's time is spent waiting on sockets and peers, so two of them fit two cores. Each
+# version's output goes to build/test-versions/3.X.log and is printed when all have finished; it
+# fails if any run failed.
 test-versions:
 	@found=; skipped=; \
 	for v in $(TEST_VERSIONS); do \
@@ -125,14 +129,24 @@ test-versions:
 		fi; \
 	done; \
 	if [ -z "$$found" ]; then echo "test-versions: none of $(TEST_VERSIONS) found"; exit 1; fi; \
+	for v in $$found; do $(MAKE) --no-print-directory .venv-$$v/.installed-stamp || exit 1; done; \
+	mkdir -p build/test-versions && rm -f build/test-versions/*.rc; \
+	start=$$(date +%s); \
+	for v in $$found; do \
+		echo "test-versions: Python $$v started (build/test-versions/$$v.log)"; \
+		( $(MAKE) --no-print-directory test-version-$$v > build/test-versions/$$v.log 2>&1; \
+		  echo $$? > build/test-versions/$$v.rc ) & \
+	done; \
+	wait; \
 	passed=; failed=; \
 	for v in $$found; do \
 		echo "test-versions: === Python $$v ==="; \
-		if $(MAKE) --no-print-directory test-version-$$v; then passed="$$passed $$v"; \
+		cat build/test-versions/$$v.log; \
+		if [ "$$(cat build/test-versions/$$v.rc)" = 0 ]; then passed="$$passed $$v"; \
 		else failed="$$failed $$v"; fi; \
 	done; \
 	echo "test-versions: passed:$${passed:- none}; failed:$${failed:- none};" \
-		"skipped:$${skipped:- none}"; \
+		"skipped:$${skipped:- none}; $$(( $$(date +%s) - start )) s"; \
 	test -z "$$failed"
 
 test-version-%: .venv-%/.installed-stamp

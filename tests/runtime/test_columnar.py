@@ -40,6 +40,7 @@ from protoframe.runtime.spark.rows import RowCodec  # noqa: E402
 from tests.support.generate import generate_package, import_generated  # noqa: E402
 from tests.support.official import official_module  # noqa: E402
 from tests.support.proto_values import build_ours, class_index, message_values  # noqa: E402
+from tests.support.varints import EDGES, varint  # noqa: E402
 
 pytestmark = [
     pytest.mark.spark,
@@ -67,20 +68,9 @@ def _codecs(module: ModuleType) -> list[RowCodec[Any]]:
 # --- random wire bytes from a layout table ------------------------------------------------------
 
 
-def _varint(value: int) -> bytes:
-    value &= 2**64 - 1
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 _WIRE = {"fixed64": 1, "sfixed64": 1, "double": 1, "fixed32": 5, "sfixed32": 5, "float": 5,
          "string": 2, "bytes": 2, "message": 2}
-_INTS = st.one_of(st.sampled_from([0, 1, 127, 128, 2**31 - 1, 2**31, 2**32 - 1, 2**32,
-                                   2**63, 2**64 - 1, -1]), st.integers(0, 2**64 - 1))
+_INTS = st.one_of(st.sampled_from([*EDGES, -1]), st.integers(0, 2**64 - 1))
 
 
 def _payload(draw: Any, kind: str, extra: Any, depth: int) -> bytes:
@@ -94,15 +84,15 @@ def _payload(draw: Any, kind: str, extra: Any, depth: int) -> bytes:
     if kind in ("string", "bytes"):
         text: bytes = draw(st.one_of(st.text(max_size=8).map(str.encode),
                                      st.binary(max_size=6)))
-        return _varint(len(text)) + text
+        return varint(len(text)) + text
     if kind == "message":
         body = _message(draw, extra, depth + 1)
-        return _varint(len(body)) + body
+        return varint(len(body)) + body
     if kind in ("enum", "open_enum"):
         declared = sorted(extra) if isinstance(extra, dict) else [0]
         number = draw(st.one_of(st.sampled_from(declared), st.integers(-3, 200)))
-        return _varint(number)
-    return _varint(draw(_INTS))
+        return varint(number)
+    return varint(draw(_INTS))
 
 
 def _message(draw: Any, cls: type, depth: int = 0) -> bytes:
@@ -112,7 +102,7 @@ def _message(draw: Any, cls: type, depth: int = 0) -> bytes:
     for _ in range(count):
         if not table or draw(st.integers(0, 9)) == 0:  # an unknown field
             number = draw(st.integers(1, 40))
-            out += _varint(number << 3) + _varint(draw(_INTS))
+            out += varint(number << 3) + varint(draw(_INTS))
             continue
         number, kind, mode, _, extra, *aux = draw(st.sampled_from(table))
         if mode == "map":  # an entry: key (1) and value (2), either may be missing or twice
@@ -120,9 +110,9 @@ def _message(draw: Any, cls: type, depth: int = 0) -> bytes:
             entry = bytearray()
             for entry_number, entry_kind, entry_extra in draw(st.lists(st.sampled_from(
                     [(1, key_kind, None), (2, kind, extra)]), max_size=3)):
-                entry += _varint(entry_number << 3 | _WIRE.get(entry_kind, 0))
+                entry += varint(entry_number << 3 | _WIRE.get(entry_kind, 0))
                 entry += _payload(draw, entry_kind, entry_extra, depth)
-            out += _varint(number << 3 | 2) + _varint(len(entry)) + entry
+            out += varint(number << 3 | 2) + varint(len(entry)) + entry
             continue
         wire = _WIRE.get(kind, 0)
         if depth >= 3 and kind == "message":
@@ -130,9 +120,9 @@ def _message(draw: Any, cls: type, depth: int = 0) -> bytes:
         if mode in ("repeated", "packed") and wire != 2 and draw(st.booleans()):
             items = b"".join(_payload(draw, kind, extra, depth)
                              for _ in range(draw(st.integers(0, 3))))
-            out += _varint(number << 3 | 2) + _varint(len(items)) + items
+            out += varint(number << 3 | 2) + varint(len(items)) + items
             continue
-        out += _varint(number << 3 | wire) + _payload(draw, kind, extra, depth)
+        out += varint(number << 3 | wire) + _payload(draw, kind, extra, depth)
     return bytes(out)
 
 
@@ -253,8 +243,8 @@ def test_row_path_without_the_extension_or_a_layout(monkeypatch: pytest.MonkeyPa
 
 def test_order_placed_vector() -> None:
     items = b"".join(b"\x2a" + bytes([len(s)]) + s for s in (b"sku-1", b"sku-22"))
-    wire = (b"\x0a\x08o-000042" + b"\x12\x03ann" + b"\x18" + _varint(12345)
-            + b"\x22\x03EUR" + items + b"\x30" + _varint(1_700_000_000_000))
+    wire = (b"\x0a\x08o-000042" + b"\x12\x03ann" + b"\x18" + varint(12345)
+            + b"\x22\x03EUR" + items + b"\x30" + varint(1_700_000_000_000))
     column = decode_column(demo_spark.OrderPlaced, pa.array([wire, None, b""], pa.binary()))
     assert column.to_pylist() == [
         {"order_id": "o-000042", "customer": "ann", "amount_cents": 12345, "currency": "EUR",
@@ -271,8 +261,8 @@ def test_message_metadata_vector() -> None:
     # compression=8 (LZ4), uncompressed_size=9, schema_version=16 (bytes), and field 30 as a
     # fixed64 (unknown here: it is not a field of MessageMetadata's).
     kv = b"\x0a\x03app\x12\x06orders"
-    wire = (b"\x0a\x02p0" + b"\x10" + _varint(2**64 - 1) + b"\x18" + _varint(7)
-            + b"\x22" + bytes([len(kv)]) + kv + b"\x40\x01" + b"\x48" + _varint(64)
+    wire = (b"\x0a\x02p0" + b"\x10" + varint(2**64 - 1) + b"\x18" + varint(7)
+            + b"\x22" + bytes([len(kv)]) + kv + b"\x40\x01" + b"\x48" + varint(64)
             + b"\x82\x01\x02\x00\xff" + b"\xf1\x01" + struct.pack("<q", -5))
     column = decode_column(pulsar_spark.MessageMetadata, pa.array([wire], pa.binary()))
     row = column.to_pylist()[0]
@@ -308,7 +298,7 @@ def test_maps(test_modules: dict[str, ModuleType]) -> None:
     codec = test_modules["mapsoneofs"].MESSAGES["mapsoneofs3.Maps"]
     # by_int32 (1): {7: "a", -1: "b"}; hues (12): {"x": PALE}; leaves (13): {"k": Leaf("l", 3)}
     entries = [b"\x0a\x05\x08\x07\x12\x01a",
-               b"\x0a\x0e\x08" + _varint(-1) + b"\x12\x01b",
+               b"\x0a\x0e\x08" + varint(-1) + b"\x12\x01b",
                b"\x62\x05\x0a\x01x\x10\x01",
                b"\x6a\x0a\x0a\x01k\x12\x05\x0a\x01l\x10\x03"]
     wire = b"".join(entries)
@@ -332,8 +322,8 @@ def test_nan_and_scalar_edges(test_modules: dict[str, ModuleType]) -> None:
     # d (1) a NaN double, f (2) a NaN float, i32 (5) -1 as ten bytes, u32 (11) a varint wider
     # than 32 bits (the low 32 bits count), si32 (14) zigzag 3 -> -2
     wire = (b"\x09" + struct.pack("<Q", 0x7FF8_0000_0000_0001)
-            + b"\x15" + struct.pack("<I", 0x7FC0_0001) + b"\x28" + _varint(-1)
-            + b"\x58" + _varint(2**32 + 5) + b"\x70\x03")
+            + b"\x15" + struct.pack("<I", 0x7FC0_0001) + b"\x28" + varint(-1)
+            + b"\x58" + varint(2**32 + 5) + b"\x70\x03")
     row = decode_column(codec, pa.array([wire], pa.binary())).to_pylist()[0]
     assert math.isnan(row["d"]) and math.isnan(row["f"])
     assert (row["i32"], row["u32"], row["si32"]) == (-1, 5, -2)

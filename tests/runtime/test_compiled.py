@@ -39,6 +39,7 @@ from tests.support.generate import generate_package, import_generated
 from tests.support.official import official_module
 from tests.support.paths import DATA, ROOT
 from tests.support.proto_values import build_ours, class_index, message_values
+from tests.support.varints import EDGES, varint
 
 pytestmark = pytest.mark.skipif(
     not compiled.available(),
@@ -325,30 +326,15 @@ def test_unknown_numbers_of_a_closed_enum_become_unknown_fields(
     assert k2.Kinds.decode(wire + cases[2]).rep_color == [k2.Color.INFRARED]
 
 
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-# Raw varints at the edges the decoder treats apart: one byte (read in place), the largest
-# that fits a signed 64-bit int (made as one), and past it; and as wide as they go.
-_VARINTS = (0, 1, 0x7F, 0x80, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**63 - 1, 2**63, 2**64 - 1)
-
-
 def test_integer_and_enum_edges_decode_alike(kinds: tuple[ModuleType, ModuleType]) -> None:
     k2, k3 = kinds
     wires = []
     for number in (1, 2, 3, 4, 5, 6, 7, 16):  # varint kinds of Explicit, the open enum last
-        wires += [_varint(number << 3) + _varint(v) for v in _VARINTS]
-        wires.append(_varint(number << 3))  # the tag, then the buffer ends
+        wires += [varint(number << 3) + varint(v) for v in EDGES]
+        wires.append(varint(number << 3))  # the tag, then the buffer ends
     for number, wire_type, size in ((8, 5, 4), (9, 5, 4), (10, 1, 8), (11, 1, 8)):
-        wires += [_varint(number << 3 | wire_type) + (v % 2 ** (8 * size)).to_bytes(size, "little")
-                  for v in _VARINTS]
+        wires += [varint(number << 3 | wire_type) + (v % 2 ** (8 * size)).to_bytes(size, "little")
+                  for v in EDGES]
     for wire in wires:
         got = _outcome(lambda: k3.Explicit.decode(wire))  # noqa: B023 - called right here
         assert got == _python(lambda: k3.Explicit.decode(wire)), wire  # noqa: B023
@@ -357,10 +343,10 @@ def test_integer_and_enum_edges_decode_alike(kinds: tuple[ModuleType, ModuleType
         ("bool", True), ("fixed32", 1), ("sfixed32", 1), ("fixed64", 1), ("sfixed64", 1),
         ("float", 1.0), ("double", 1.0), ("string", ""), ("bytes", b""), ("color", k2.Color.RED))})
     for value in (0, 1, 2, 7, 0x7F, 0x80, 2**64 - 3):  # opt_color (36), a closed enum
-        data = base.encode() + b"\xa0\x02" + _varint(value)
+        data = base.encode() + b"\xa0\x02" + varint(value)
         got = _outcome(lambda: k2.Kinds.decode(data))  # noqa: B023
         assert got == _python(lambda: k2.Kinds.decode(data)), value  # noqa: B023
-    assert k3.Explicit.decode(b"\x20" + _varint(2**64 - 1)).opt_uint64 == 2**64 - 1
+    assert k3.Explicit.decode(b"\x20" + varint(2**64 - 1)).opt_uint64 == 2**64 - 1
     assert type(k3.Explicit.decode(b"\x18\x05").opt_uint32) is int
 
 # --- odd values on encode: the same bytes or the same errors ----------------------------------

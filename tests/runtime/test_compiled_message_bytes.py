@@ -32,6 +32,7 @@ from tests.support.codec_agreement import (
     same,
 )
 from tests.support.examples import scaled
+from tests.support.varints import varint
 
 pytestmark = pytest.mark.skipif(
     not compiled_frames.available(),
@@ -70,18 +71,8 @@ def _wire_entry(metadata: bytes, data: bytes) -> bytes:
     return struct.pack(">I", len(metadata)) + metadata + data
 
 
-def _varint(v: int) -> bytes:
-    v &= 2**64 - 1
-    out = bytearray()
-    while v >= 0x80:
-        out.append(v & 0x7F | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
-
-
 def _size_field(v: int) -> bytes:
-    return b"\x18" + _varint(v)  # payload_size is field 3, a varint
+    return b"\x18" + varint(v)  # payload_size is field 3, a varint
 
 
 # --- what is compiled ---------------------------------------------------------------------------

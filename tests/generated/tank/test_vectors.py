@@ -17,18 +17,7 @@ import pytest
 from protoframe.clients.tank.bundles import build_bundle, read_chunk
 from protoframe.clients.tank.messages import ConsumedMessage, Message
 from protoframe.generated.tank import frames
-
-
-def varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        low = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(low | 0x80)
-        else:
-            out.append(low)
-            return bytes(out)
+from tests.support.varints import varint
 
 
 def str8(text: str) -> bytes:

@@ -157,7 +157,23 @@ def test_failover_delivers_to_the_active_consumer_only(client: Any) -> None:
     b.close()
 
 
-def test_key_shared_keeps_each_key_on_one_consumer(client: Any) -> None:
+def _key_shared_view(broker: BrokerThread, topic: str) -> str:
+    """What the broker holds for a Key_Shared test's subscription, for a failure's message."""
+    def view() -> str:
+        held = [t for name, t in broker.broker.state.topics.items() if name.endswith(topic)]
+        out = []
+        for t in held:
+            for sub in t.subscriptions.values():
+                out.append(f"{sub.name}: read_pos {sub.read_pos} of {t.durable_id}, ring of "
+                           f"{len(sub._ring)}, consumers " + ", ".join(
+                               f"{c.name}#{c.consumer_id} permits={c.permits} "
+                               f"paused={c.paused} pending={len(c.pending)}"
+                               for c in sub.consumers))
+        return "; ".join(out) or f"no topic {topic}"
+    return broker.call(view)
+
+
+def test_key_shared_keeps_each_key_on_one_consumer(client: Any, broker: BrokerThread) -> None:
     topic = unique("keyshared")
     consumers = [client.subscribe(topic, "sub", consumer_type=pulsar.ConsumerType.KeyShared)
                  for _ in range(2)]
@@ -169,7 +185,9 @@ def test_key_shared_keeps_each_key_on_one_consumer(client: Any) -> None:
     producer.flush()
     per_consumer = [drain(c) for c in consumers]
     key_sets = [{m.partition_key() for m in got} for got in per_consumer]
-    assert key_sets[0] and key_sets[1]
+    assert key_sets[0] and key_sets[1], (
+        [len(got) for got in per_consumer], [c.consumer_name() for c in consumers],
+        _key_shared_view(broker, topic))
     assert not key_sets[0] & key_sets[1]
     assert sum(len(got) for got in per_consumer) == 160
     for got in per_consumer:  # per-key order holds

@@ -26,6 +26,7 @@ from protoframe.runtime.errors import (
     ValueOutOfRangeError,
 )
 from tests.support.generate import assert_type_checks, generate_text, import_generated, write_spec
+from tests.support.varints import varint
 
 MQ = """\
 protocol: mq
@@ -216,19 +217,10 @@ def test_round_trips_and_streams(mq: ModuleType, topic: str, payload: bytes, cut
     assert got == [frame, mq.Packet(body=mq.Ping())]
 
 
-def leb128(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 @pytest.mark.parametrize("size", [0, 5, 127, 128, 70000])
 def test_an_leb128_length_before_fixed_fields(leb: ModuleType, size: int) -> None:
     payload = b"\x07" * size
-    wire = b"\xa5" + leb128(size) + struct.pack("<H", 0x1234) + payload
+    wire = b"\xa5" + varint(size) + struct.pack("<H", 0x1234) + payload
     frame = leb.Message(kind=0x1234, payload=payload)
     assert frame.encode() == wire
     assert leb.Message.decode(wire) == frame
@@ -246,7 +238,7 @@ def test_leb128_garbage_fails_at_the_header(leb: ModuleType) -> None:
     with pytest.raises(MalformedVarintError):
         leb.frame_length(eleven, 0, len(eleven), 1 << 24)
     with pytest.raises(FrameTooLargeError):
-        leb.StreamDecoder(max_frame_size=100).feed(b"\xa5" + leb128(97))
+        leb.StreamDecoder(max_frame_size=100).feed(b"\xa5" + varint(97))
 
 
 @pytest.mark.slow

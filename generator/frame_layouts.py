@@ -83,8 +83,8 @@ def _row(op: FieldOp, ref: Callable[[MessageType], str]) -> str:
             return f"{head}, {q(t.name)}, {value:#x}, None)"
         case Checksum(int_type=t, algorithm=algorithm):
             return f"{head}, {q(t.name)}, {q(algorithm)}, None)"
-        case SizeRest(int_type=t):
-            return f"{head}, {q(t.name)}, None, None)"
+        case SizeRest(int_type=t, adjust=adjust):
+            return f"{head}, {q(t.name)}, {adjust or None}, None)"
         case SizeOf(int_type=t, target=target):
             return f"{head}, {q(t.name)}, {q(target)}, None)"
         case ProtoBody(message=message, size=size):
@@ -158,12 +158,10 @@ def _more_rows(op: FieldOp, head: str, ref: Callable[[MessageType], str]) -> str
             return f"{head}, None, None, None)"
         case Computed(inner=ReadInt(int_type=t)) if op.word == "count_of":
             return f"{head}, {q(t.name)}, {q(op.field.count_of or '')}, None)"
-        case Array(element=Nested(plan=plan), count=Expr(text=count)) if (
-                op.word == "struct_array"):
-            return f"{head}, None, {plan.name}, {q(count.strip())})"
-        case Array(element=ReadInt(int_type=t), count=Expr(text=count)) if (
-                op.word == "int_array"):
-            return f"{head}, {q(t.name)}, None, {q(count.strip())})"
+        case Array(element=Nested(plan=plan)) if op.word == "struct_array":
+            return f"{head}, None, {plan.name}, {_count_text(op)})"
+        case Array(element=ReadInt(int_type=t)) if op.word == "int_array":
+            return f"{head}, {q(t.name)}, None, {_count_text(op)})"
         case Prefix(inner=BytesOther(region=r) | String(region=r) as inner) if (
                 op.word in ("lenenc", "lenenc_optional")):
             kind = inner.encoding if isinstance(inner, String) else "bytes"
@@ -241,6 +239,15 @@ def _tubemq_rows(op: FieldOp, head: str, ref: Callable[[MessageType], str]) -> s
             steps = _guard_program_text(op.expr)
             return f"{head}, {q('varint')}, {ref(op.field.message)}, {steps})"
     return None
+
+
+def _count_text(op: Array) -> str:
+    """What counts the items of array ``op``: its ``count_of`` field's name, or the program
+    of its count."""
+    steps = op.count_program
+    if steps is not None:
+        return _steps_text(steps)
+    return q(op.count.text.strip() if op.count is not None else "")
 
 
 def _guard_program_text(expr: Expr) -> str:
@@ -343,6 +350,8 @@ def _kind_row(inner: KindOp, op: AnyFieldOp, progs: list[Expr], params: list[str
             return f"({q('terminated')}, {name}, None, {q(kind)}, {bytes_literal(terminator)})"
         case ReadLenenc(const=None, nullable=False):
             return f"({q('lenenc_int')}, {name}, None, None, False)"
+        case Array(element=ReadInt(int_type=t)) if inner.count_program is not None:
+            return f"({q('int_array')}, {name}, {q(t.name)}, None, {_count_text(inner)})"
         case Nested(plan=plan) | NestedOther(plan=LayoutPlan() as plan) if not f.args:
             return f"({q('struct')}, {name}, None, {plan.name}, None)"
         case Nested(plan=plan) | NestedOther(plan=LayoutPlan() as plan):

@@ -13,7 +13,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Literal, TypeAlias
 
-from protoframe.generator.compiled_exprs import guard_program, program
+from protoframe.generator.compiled_exprs import Step, guard_program, program
 from protoframe.generator.expr import Expr
 from protoframe.generator.frame_ir import FrameField, ProtoField, StructDef
 from protoframe.generator.ir import MessageType
@@ -507,14 +507,27 @@ class Array(FieldOp):
             return "struct_run"
         if unconditional(self.field) and self.runs_to_its_size:
             return "struct_run_sized"
-        counted = (unconditional(self.field) and self.count_from_field and self.count is not None
-                   and self.count.text.strip().isidentifier() and not self.until_end
-                   and not self.index_used and _plain_region(self.region))
+        counted = unconditional(self.field) and (
+            self.count_from_field and self.count is not None
+            and self.count.text.strip().isidentifier() and not self.until_end
+            and not self.index_used and _plain_region(self.region)
+            or self.count_program is not None)
         if counted and isinstance(el, Nested) and isinstance(el.when, Always) and el.plan.compiled:
             return "struct_array"
         if counted and type(el) is ReadInt and el.int_type.width in vocabulary.FRAME_INT_WIDTHS:
             return "int_array"
         return "array"
+
+    @property
+    def count_program(self) -> tuple[Step, ...] | None:
+        """The program of a count that is not a ``count_of`` field's (``count: n`` naming a
+        stored integer, or an expression, as MariaDB's scramble length), for a list of plain
+        items with no other bounds; None otherwise. Which rows it may read is the plan's
+        business (``layout_plan.c_links_hold``)."""
+        if (self.count is None or self.count_from_field or self.until_end or self.index_used
+                or self.item_limits or not _plain_region(self.region)):
+            return None
+        return program(self.count, extended=True)
 
 
 @dataclass(frozen=True)
@@ -845,6 +858,10 @@ def guardable(op: Condition) -> bool:
         case NestedOther(plan=plan, region=r) if plan is not None:
             # a struct with a condition (``when:``) and no bounds of its own
             return plan.compiled and _plain_region(r) and f.size is None
+        case Array(element=ReadInt(int_type=t)) if (
+                type(inner.element) is ReadInt and inner.count_program is not None):
+            # integers counted by an expression (MariaDB's scramble): an int_array row
+            return t.width in vocabulary.FRAME_INT_WIDTHS and f.size is None
         case Array(element=Nested(when=Always(), plan=plan), count=Expr(text=count)) if (
                 not inner.item_limits and not inner.until_end and not inner.index_used):
             # compiled structs counted by a field or a param (TANK's partitions of a known

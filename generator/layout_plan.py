@@ -207,7 +207,8 @@ class LayoutPlan:
         rows += sum(len(op.exprs) for op in self.ops if isinstance(op, Requires))  # one a rule
         rows += self.delimiter is not None  # a row of its own, first
         rows += sum(1 for op in ops if op.word == "size_range")  # its end row
-        return (bool(ops) and rows <= vocabulary.FRAME_MAX_ROWS and not self.unknown_to_c
+        # A struct with no fields has a table of no rows: decoding it makes the instance.
+        return (rows <= vocabulary.FRAME_MAX_ROWS and not self.unknown_to_c
                 and all(op.plan.compiled for op in ops if isinstance(op, Nested))
                 and c_links_hold(ops) and programs_hold(self) and rules_hold(self))
 
@@ -290,7 +291,13 @@ def c_links_hold(ops: tuple[AnyFieldOp, ...]) -> bool:
                     or ops[array].word not in ("struct_array", "array_args", "int_array")
                     or counted.count is None or counted.count.text.strip() != op.name):
                 return False
-        if isinstance(op, Array) and op.word in ("struct_array", "int_array") \
+        counted = kind_op(op)
+        if isinstance(counted, Array) and counted.count_program is not None and (
+                op.word in ("struct_array", "int_array")
+                or op.word == "guard" and type(counted.element) is ReadInt):
+            if not _count_reads_earlier(counted.count_program, ops, at, i):
+                return False
+        elif isinstance(op, Array) and op.word in ("struct_array", "int_array") \
                 and op.count is not None:
             count = at.get(op.count.text.strip(), -1)
             if not 0 <= count < i or ops[count].word != "count_of":
@@ -307,6 +314,20 @@ def c_links_hold(ops: tuple[AnyFieldOp, ...]) -> bool:
             if not any(isinstance(o, Switch) and o.key == op.name and o.word in _SWITCH_WORDS
                        for o in ops[i + 1:]):
                 return False
+    return True
+
+
+def _count_reads_earlier(steps: tuple[Step, ...], ops: tuple[AnyFieldOp, ...],
+                         at: dict[str, int], i: int) -> bool:
+    """Whether the program of the count of array ``ops[i]`` (not a ``count_of`` field's)
+    reads only integer rows always there before it (the C codec reads them from the values
+    on decode and from the slots on encode)."""
+    for word, arg in steps:
+        if word in ("param", "index", "has", "len", "attr"):
+            return False
+        if word == "field" and not (0 <= at.get(str(arg), -1) < i
+                                    and ops[at[str(arg)]].word in _INT_WORDS):
+            return False
     return True
 
 
@@ -579,7 +600,7 @@ def _tank_links_hold(op: AnyFieldOp, ops: tuple[AnyFieldOp, ...], at: dict[str, 
     measures, are where the compiled codec needs them."""
     inner = kind_op(op)
     if op.word in ("array_args", "guard") and isinstance(inner, Array) and (
-            inner.count is not None):
+            inner.count is not None) and isinstance(inner.element, Nested):
         count = inner.count.text.strip()
         if count in params and count not in at:
             return True

@@ -5614,6 +5614,9 @@ install_frame_layouts((
         ("int", "low_version", "i32be", None, None),
         ("skip_trailing", None, None, None, None),
     )),
+    (KeepAlive, False, (
+        ("skip_trailing", None, None, None, None),
+    )),
     (SetupAppend, False, (
         ("int", "request_id", "i64be", None, None),
         ("uuid", "writer_id", None, None, None),

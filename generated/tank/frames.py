@@ -2199,6 +2199,8 @@ install_frame_layouts((
         ("size_range_end", None, None, "header_length", None),
         ("bytes", "chunks", None, None, None),
     )),
+    (Ping, False, (
+    )),
     (Frame, False, (
         ("switch_key", "msg_id", "u8", None, None),
         ("size_of_other", "size", "u32le", "body", None),

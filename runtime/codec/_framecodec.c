@@ -1287,6 +1287,20 @@ static int decode_lenenc_int(const Row *r, const unsigned char *data, Py_ssize_t
     return *value == NULL ? -1 : 0;
 }
 
+/* The number of items of a struct_array or int_array row: what its count_of row read or
+   wrote (counts[]), or what its program gives over earlier integer rows (count: an
+   expression, MariaDB's scramble): on decode of values, on encode of obj's slots. -1 to
+   give up: a program that does not run, or a count below zero (range() makes it none: left
+   to the Python code). */
+static Py_ssize_t array_count(const FrameCodecObject *c, const Row *r, PyObject *const *values,
+                              PyObject *obj, const Py_ssize_t *counts) {
+    if (r->prog == NULL) return counts[r->index];
+    Env e = {c, values, obj, NULL, NULL, 0};
+    long long n;
+    if (run_prog(r->prog, r->prog_len, &e, &n, 1) < 0 || n < 0 || n > PY_SSIZE_T_MAX) return -1;
+    return (Py_ssize_t)n;
+}
+
 /* Decode row `r` (one of the rows after OP_STRUCT) of codec `c` at *ppos: 0 on success with
    *ppos after it and its value in values[], -1 to give up. */
 static NOINLINE int decode_row(FrameCodecObject *c, const Row *r, PyObject *buf,
@@ -1407,9 +1421,11 @@ static NOINLINE int decode_row(FrameCodecObject *c, const Row *r, PyObject *buf,
             break;
         }
         case OP_STRUCT_ARRAY: {
+            Py_ssize_t n = array_count(c, r, values, NULL, sizes);
+            if (n < 0) return -1;
             PyObject *list = PyList_New(0);
             if ((values[i] = list) == NULL) return -1;
-            for (Py_ssize_t k = 0; k < sizes[r->index]; k++) {
+            for (Py_ssize_t k = 0; k < n; k++) {
                 PyObject *item = decode_struct((FrameCodecObject *)r->obj, buf, &pos, end,
                                                depth + 1);
                 if (item == NULL) return -1;
@@ -1441,9 +1457,9 @@ static NOINLINE int decode_row(FrameCodecObject *c, const Row *r, PyObject *buf,
             if (decode_fixed_row(r, data, &pos, end, &values[i]) < 0) return -1;
             break;
         case OP_INT_ARRAY: {
-            Py_ssize_t n = sizes[r->index];
+            Py_ssize_t n = array_count(c, r, values, NULL, sizes);
             /* Checked before the list is made, so a count past the bytes costs nothing. */
-            if (n > (end - pos) / r->width) return -1;
+            if (n < 0 || n > (end - pos) / r->width) return -1;
             PyObject *list = PyList_New(n);
             if ((values[i] = list) == NULL) return -1;
             for (Py_ssize_t k = 0; k < n; k++, pos += r->width) {
@@ -1584,11 +1600,15 @@ static PyObject *decode_struct_p(FrameCodecObject *c, PyObject *buf, Py_ssize_t 
                 }
                 sizes[i] = (Py_ssize_t)raw;
             } else if (r->op == OP_SIZE_REST) {
-                /* A negative signed size is the Python code's error. */
+                /* A negative signed size is the Python code's error. The number counts
+                   `number` (adjust:, two's complement) beyond the rest: MariaDB's packet
+                   length leaves out its sequence id. */
                 if ((r->flags & F_SIGNED && signed_of(raw, r->width) < 0)
-                        || raw > (unsigned long long)(end - pos))
+                        || raw > (unsigned long long)PY_SSIZE_T_MAX / 2)
                     goto give_up;
-                end = pos + (Py_ssize_t)raw;
+                long long rest = (long long)raw - (long long)r->number;
+                if (rest < 0 || rest > end - pos) goto give_up;
+                end = pos + (Py_ssize_t)rest;
             } else if (!checksum_matches(r->obj, data + pos, end - pos, raw)) {
                 goto give_up;
             }
@@ -2053,8 +2073,9 @@ static NOINLINE int encode_row(FrameCodecObject *c, const Row *r, PyObject *obj,
             break;
         case OP_INT_ARRAY: {
             PyObject *v = slot(obj, r->offset);
-            /* The count written before it must still be its length. */
-            if (v == NULL || !PyList_CheckExact(v) || PyList_GET_SIZE(v) != counts[r->index])
+            /* The count written before it (or its program's) must still be its length. */
+            if (v == NULL || !PyList_CheckExact(v)
+                    || PyList_GET_SIZE(v) != array_count(c, r, NULL, obj, counts))
                 return -1;
             for (Py_ssize_t k = 0; k < PyList_GET_SIZE(v); k++) {
                 unsigned long long raw;
@@ -2141,8 +2162,8 @@ static NOINLINE int encode_row(FrameCodecObject *c, const Row *r, PyObject *obj,
                 Py_DECREF(item);
                 if (rc < 0) return -1;
             }
-            /* The count written before it must still be its length. */
-            if (PyList_GET_SIZE(v) != counts[r->index]) return -1;
+            /* The count written before it (or its program's) must still be its length. */
+            if (PyList_GET_SIZE(v) != array_count(c, r, NULL, obj, counts)) return -1;
             break;
         }
         case OP_BLOCKS:
@@ -2563,8 +2584,8 @@ static int encode_struct_p(FrameCodecObject *c, PyObject *obj, Out *o, int depth
     for (i = 0; i < n; i++) {
         const Row *r = &c->rows[i];
         if (r->op != OP_SIZE_REST) continue;
-        Py_ssize_t size = o->len - at[i] - r->width;
-        if (!size_fits(r, size)) goto done;
+        Py_ssize_t size = o->len - at[i] - r->width + (Py_ssize_t)(long long)r->number;
+        if (size < 0 || !size_fits(r, size)) goto done;
         write_uint((unsigned char *)o->data + at[i], (unsigned long long)size, r->width,
                    r->flags & F_BIG);
     }
@@ -3135,7 +3156,7 @@ static int check_tank_row(FrameCodecObject *self, Py_ssize_t i) {
         if (!(t != NULL && t->flags & F_GUARDED)
                 || !(kind == OP_INT || kind == OP_VARINT || kind == OP_PREFIXED
                      || kind == OP_BYTES || kind == OP_STRUCT_ARGS || kind == OP_VALUE
-                     || kind == OP_ARRAY_ARGS || kind == OP_TERMINATED
+                     || kind == OP_ARRAY_ARGS || kind == OP_TERMINATED || kind == OP_INT_ARRAY
                      || (kind == OP_LENENC_INT && !(t->flags & (F_LENENC_CONST | F_NULLABLE)))
                      || (kind == OP_STRUCT && t->index == PRESENT_ALWAYS)))
             return bad_row(i, "a guard needs a row it can leave out after it");
@@ -3353,7 +3374,24 @@ static int check_row(FrameCodecObject *self, Py_ssize_t i) {
         }
         if (top != 1) return bad_row(i, "a condition's program does not balance");
     }
-    if ((r->op == OP_STRUCT_ARRAY || r->op == OP_INT_ARRAY)
+    if (r->op == OP_SIZE_REST && ((long long)r->number > INT_MAX || (long long)r->number < -INT_MAX))
+        return bad_row(i, "a size's adjustment is a 32-bit integer");
+    if ((r->op == OP_STRUCT_ARRAY || r->op == OP_INT_ARRAY) && r->prog != NULL) {
+        /* Counted by a program (count: an expression, MariaDB's scramble): of earlier stored
+           integer rows, which encoding reads from the slots. */
+        if (r->index != -1) return bad_row(i, "an array counted by a program has no count_of row");
+        for (Py_ssize_t k = 0; k < r->prog_len; k++) {
+            const Step *st = &r->prog[k];
+            const Row *at = st->arg >= 0 && st->arg < i ? &self->rows[st->arg] : NULL;
+            if (st->op == X_FIELD && (at == NULL || at->offset < 0
+                                      || (at->op != OP_INT && at->op != OP_VARINT
+                                          && at->op != OP_BOOL)))
+                return bad_row(i, "an array's count reads earlier integer rows only");
+            if (st->op == X_HAS || st->op == X_LEN || st->op == X_INDEX || st->op == X_PARAM)
+                return bad_row(i, "an array's count reads earlier integer rows only");
+        }
+        if (check_prog(self, i, 1) < 0) return -1;
+    } else if ((r->op == OP_STRUCT_ARRAY || r->op == OP_INT_ARRAY)
             && (r->index < 0 || r->index >= i || self->rows[r->index].op != OP_COUNT_OF))
         return bad_row(i, "an array needs its count_of row before it");
     if (r->op == OP_PREFIXED && r->number > TEXT_MUTF8) return bad_row(i, "unknown text kind");
@@ -3594,6 +3632,10 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
             self->delimiter = obj;  /* the row's reference */
         }
         if (is_tank_op(r->op) && attr != Py_None && parse_prog(r, attr) < 0) goto fail;
+        /* An array counted by a program has it in dispatch_attr's place. */
+        if ((r->op == OP_STRUCT_ARRAY || r->op == OP_INT_ARRAY) && attr != Py_None
+                && parse_prog(r, attr) < 0)
+            goto fail;
         if (r->op == OP_MESSAGE_BYTES) {
             /* The size's slot in the message of an earlier proto row. */
             const Row *holder = r->index >= 0 && r->index < i ? &self->rows[r->index] : NULL;

@@ -47,7 +47,8 @@ if _framecodec is not None:
 #   op "int":       a stored integer;                        int_type like "u32be", "i16le", "u8"
 #   op "const":     a constant, ref its value
 #   op "size":      the byte size of the later field named by ref
-#   op "size_rest": the byte size of everything after it (the struct's region ends there)
+#   op "size_rest": the byte size of everything after it (the struct's region ends there);
+#                   "adjusted_size_rest": the same counting ref bytes more (adjust:)
 #   op "checksum":  ref ("crc32c" or "crc32") over the next field to the end of the struct
 #   op "proto":     a protobuf message (ref its class) sized by the size field named by extra
 #   op "envelope":  the same, selecting a command: extra is (size field, the attribute holding
@@ -71,7 +72,7 @@ if _framecodec is not None:
 #   op "varint", "bool": a stored varint, a stored byte read as a bool
 #   op "count_of":  the number of items of the struct_array row named by ref
 #   op "struct_array": as many nested structs (ref their class) as the count_of row named by
-#                   extra says
+#                   extra says, or a program as for "condition" (extra a tuple of steps)
 #   op "condition": an integer of int_type there when ref, a program of (vocabulary.EXPR_OPS
 #                   word, argument) steps ("field" naming an earlier row), gives true
 #   op "blocks":    a nested struct (ref its class) cut in blocks: int_type the block count's
@@ -114,7 +115,8 @@ if _framecodec is not None:
 #   op "skip_trailing": the last row (its name is None): bytes after the last field are skipped
 #   op "float":     an IEEE 754 number: int_type the unsigned integer of its width and order
 #                   ("u32le" for a little-endian f32)
-#   op "int_array": integers of int_type, as many as the count_of row named by extra says
+#   op "int_array": integers of int_type, as many as the count_of row named by extra says,
+#                   or a program as for "struct_array"
 # The rows TANK brought; a program is as a condition's, and may also push a param by its
 # number ("param", k) and an array item's index ("index", None):
 #   op "guard":     the next row is there when the program ref gives true (name None); extra
@@ -340,12 +342,16 @@ def _c_rows(rows: tuple[FrameRow, ...], codecs: dict[type, Any],
             number, obj = _TEXT_KINDS[ref], extra
         elif op == "default":
             obj = ref
+        elif op == "size_rest":
+            number = (ref or 0) & (2**64 - 1)  # an adjustment, as its two's complement
         elif op == "count_of":
             at = index[ref]
-        elif op == "struct_array":
-            obj, at = codecs[ref], index[extra]
-        elif op == "int_array":
-            at = index[extra]
+        elif op in ("struct_array", "int_array"):
+            obj = codecs[ref] if op == "struct_array" else None
+            if isinstance(extra, tuple):  # counted by a program, not a count_of row
+                attr = _program(extra, index)
+            else:
+                at = index[extra]
         elif op in ("lenenc", "lenenc_optional"):
             number, flags = _TEXT_KINDS[ref], _NULLABLE if extra else 0
         elif op == "const_bytes":

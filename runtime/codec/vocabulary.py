@@ -47,7 +47,8 @@ MAP_KEY_KINDS: Final = (
 #   int        a stored integer
 #   const      a constant: written on encode, checked on decode
 #   size       the byte size of a later field
-#   size_rest  the byte size of everything after it: the struct's region ends there
+#   size_rest  the byte size of everything after it: the struct's region ends there (plus an
+#              adjustment, adjust:, which the number counts beyond it)
 #   checksum   a checksum of the bytes from the next field to the end
 #   proto      a sized protobuf message
 #   bytes      bytes sized by a size field, or the rest of the region
@@ -66,7 +67,8 @@ MAP_KEY_KINDS: Final = (
 #   bool       a stored byte read as a bool
 #   count_of   the number of items of a later struct_array or int_array row (on encode, its
 #              length)
-#   struct_array  as many nested structs as its count_of row says (a list)
+#   struct_array  as many nested structs as its count_of row says (a list), or as a program
+#              over earlier integer rows gives (count: an expression or another field)
 #   condition  a stored integer there when its program (EXPR_OPS) gives true, else None
 #   blocks     a nested struct's encoding cut in length-prefixed blocks after a block count
 #   proto_prefixed  a protobuf message after a length prefix of its own (a varint)
@@ -100,7 +102,8 @@ MAP_KEY_KINDS: Final = (
 #   text_rest  UTF-8 text to the end of the region
 #   struct_run_when  a struct_run there when its program (EXPR_OPS) gives true, else None
 #   float      an IEEE 754 single or double (4 or 8 bytes) in either byte order
-#   int_array  as many stored integers of one width as its count_of row says (a list)
+#   int_array  as many stored integers of one width as its count_of row says (a list), or
+#              as a program gives (as struct_array)
 # The rows AMQP's bit fields brought:
 #   bits       an unsigned integer of named bit sub-fields (the bit_field rows right after it),
 #              not stored: decoding gives up when a reserved bit is set; encoding packs it
@@ -174,6 +177,9 @@ ENVELOPE: Final = "envelope"
 FRAME_ALIASES: Final = MappingProxyType({
     "signed_size": "size", "size_of_other": "size", "signed_bytes": "bytes",
     "prefixed_default": "prefixed", "signed_size_rest": "size_rest",
+    # A size of the rest counting more or less than it (adjust:): a "size_rest" row with the
+    # adjustment.
+    "adjusted_size_rest": "size_rest",
     # A switch decoding another struct each way: a "switch" row with the cases of both
     # directions (its struct's decode methods take to_server, as the Python ones do).
     "directional_switch": "switch",

@@ -309,6 +309,8 @@ def _frame_spec(cls: type, arrow_type: Any, path: tuple[int, ...], tables: Any,
     filled: set[str] = set()
     steps: list[tuple[Any, ...]] = []
     for op, name, int_type, ref, extra in rows:
+        if op == "adjusted_size_rest":
+            return None  # this path's size_rest step has no adjustment
         op = vocabulary.FRAME_ALIASES.get(op, op)
         width = signed = big = 0
         if int_type == "varint":
@@ -372,7 +374,9 @@ def _frame_spec(cls: type, arrow_type: Any, path: tuple[int, ...], tables: Any,
             at = index[ref]
         elif op == "struct_array":
             item = field.type.value_field if pa.types.is_list(field.type) else None
-            if item is None or field.nullable or item.nullable or rows[index[extra]][3] != name:
+            if (not isinstance(extra, str)  # counted by a program, which this path lacks
+                    or item is None or field.nullable or item.nullable
+                    or rows[index[extra]][3] != name):
                 return None
             c_extra = _frame_spec(ref, item.type, (*path, child), tables, commands)
             if c_extra is None:

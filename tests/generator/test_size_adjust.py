@@ -198,12 +198,12 @@ def test_round_trips_and_streams(pg: ModuleType, wh: ModuleType, name: bytes, ta
     assert wh.Packet.decode(wh.Packet(payload=sql).encode()) == wh.Packet(payload=sql)
 
 
-def test_adjusted_sizes_stay_on_the_python_codec(tmp_path: Path) -> None:
+def test_adjusted_sizes_of_the_rest_are_compiled(tmp_path: Path) -> None:
     specs = write_spec(tmp_path, "wh", WHOLE)
     [spec] = load_frame_specs(specs, "specs", load_protocol(specs, "wh", "specs"))
     plan = plan_spec(spec)["Packet"]
-    assert [op.word for op in plan.unknown_to_c] == ["adjusted_size_rest"]
-    assert not plan.compiled
+    assert [op.word for op in plan.field_ops] == ["const", "adjusted_size_rest", "bytes"]
+    assert not plan.unknown_to_c and plan.compiled
     plain = write_spec(tmp_path / "plain", "wh", WHOLE.replace(", includes: header", ""))
     [spec] = load_frame_specs(plain, "specs", load_protocol(plain, "wh", "specs"))
     assert plan_spec(spec)["Packet"].compiled

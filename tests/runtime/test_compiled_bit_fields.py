@@ -15,7 +15,6 @@ well-formed frames never reach the Python methods.
 
 from __future__ import annotations
 
-import sys
 from types import ModuleType
 from typing import Any
 
@@ -24,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench import frames_examples
-from protoframe.runtime.codec import compiled, compiled_frames
+from protoframe.runtime.codec import compiled
 from tests.support.codec_agreement import (
     bare_codec,
     check_emptied_slots,
@@ -36,15 +35,11 @@ from tests.support.codec_agreement import (
     same,
     same_decodes,
 )
+from tests.support.compiled_ops import amqp, needs_framecodec
 from tests.support.examples import scaled
 from tests.support.generate import generate_text
 
-amqp: Any = sys.modules["amqp_client.proto.amqp.frames"]
-
-pytestmark = pytest.mark.skipif(
-    not compiled_frames.available(),
-    reason="runtime.codec._framecodec is not built or PROTOFRAME_PURE_PYTHON is set",
-)
+pytestmark = needs_framecodec
 
 SPEC = """\
 protocol: xbits

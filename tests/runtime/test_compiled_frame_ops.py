@@ -28,7 +28,7 @@ from protoframe.generated.pravega import frames as pravega
 from protoframe.generated.pulsar import frames as pulsar_frames
 from protoframe.generated.pulsar import pulsar_api
 from protoframe.generated.tank import frames as tank
-from protoframe.runtime.codec import compiled, compiled_frames
+from protoframe.runtime.codec import compiled
 from tests.support.codec_agreement import (
     check_random_damage,
     check_truncations,
@@ -37,13 +37,11 @@ from tests.support.codec_agreement import (
     same,
     same_decodes,
 )
+from tests.support.compiled_ops import needs_framecodec
 from tests.support.examples import scaled
 from tests.support.generate import generate_text
 
-pytestmark = pytest.mark.skipif(
-    not compiled_frames.available(),
-    reason="runtime.codec._framecodec is not built or PROTOFRAME_PURE_PYTHON is set",
-)
+pytestmark = needs_framecodec
 
 SPEC = """\
 protocol: cops

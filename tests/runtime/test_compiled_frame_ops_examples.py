@@ -14,7 +14,6 @@ holds one of each, and the MariaDB example's own package uses them.
 from __future__ import annotations
 
 import struct
-import sys
 from types import ModuleType
 from typing import Any
 
@@ -23,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench import frames_examples
-from protoframe.runtime.codec import compiled, compiled_frames
+from protoframe.runtime.codec import compiled
 from tests.support.codec_agreement import (
     bare_codec,
     check_emptied_slots,
@@ -35,17 +34,11 @@ from tests.support.codec_agreement import (
     same,
     same_decodes,
 )
+from tests.support.compiled_ops import amqp, mariadb, needs_framecodec
 from tests.support.examples import scaled
 from tests.support.generate import generate_text
 
-# The examples' packages, as bench.frames_examples imports them.
-mariadb: Any = sys.modules["mariadb_example.proto.mariadb.frames"]
-amqp: Any = sys.modules["amqp_client.proto.amqp.frames"]
-
-pytestmark = pytest.mark.skipif(
-    not compiled_frames.available(),
-    reason="runtime.codec._framecodec is not built or PROTOFRAME_PURE_PYTHON is set",
-)
+pytestmark = needs_framecodec
 
 SPEC = """\
 protocol: xops

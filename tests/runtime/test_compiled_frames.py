@@ -15,6 +15,7 @@ import random
 import subprocess
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -34,7 +35,6 @@ from protoframe.generated.pulsar.frames import (
     StreamDecoder,
 )
 from protoframe.generated.tank import frames as tank_frames
-from protoframe.generated.tank.frames import Ping as PythonOnly  # no fields: no table
 from protoframe.generated.tubemq import frames as tubemq_frames
 from protoframe.runtime.codec import compiled, compiled_frames
 from protoframe.runtime.codec.protowire import varint_bytes
@@ -45,6 +45,7 @@ from protoframe.runtime.errors import (
     ValueOutOfRangeError,
 )
 from tests.generated.pulsar.corpus import CORPUS, mutate
+from tests.support.compiled_ops import python_only_struct
 from tests.support.examples import scaled
 from tests.support.paths import ROOT
 from tests.support.pulsar_frames import payload_frames, simple_frames
@@ -386,11 +387,11 @@ def _slots(obj: object) -> list[tuple[str, Any]]:
     return [(name, getattr(obj, name, "<unset>")) for name in names]
 
 
-def test_frame_structs_get_compiled_constructors() -> None:
+def test_frame_structs_get_compiled_constructors(tmp_path: Path) -> None:
     for cls in (Frame, Payload, BrokerEntry, BatchEntry, Batch, tank_frames.ConsumePartition,
                 tubemq_frames.Frame):
         assert compiled.has_compiled_constructor(cls)
-    assert not compiled.has_compiled_constructor(PythonOnly)  # on the Python codec
+    assert not compiled.has_compiled_constructor(python_only_struct(tmp_path))  # Python's
     with compiled.pure_python():
         assert not compiled.has_compiled_constructor(Frame)
     assert compiled.has_compiled_constructor(Frame)

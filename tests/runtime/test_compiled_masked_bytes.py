@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protoframe.runtime.codec import compiled, compiled_frames
+from protoframe.runtime.codec import compiled
 from protoframe.runtime.codec.masking import xor_mask
 from tests.support.codec_agreement import (
     check_emptied_slots,
@@ -30,13 +30,11 @@ from tests.support.codec_agreement import (
     same,
     same_decodes,
 )
+from tests.support.compiled_ops import needs_framecodec
 from tests.support.examples import scaled
 from tests.support.generate import generate_text
 
-pytestmark = pytest.mark.skipif(
-    not compiled_frames.available(),
-    reason="runtime.codec._framecodec is not built or PROTOFRAME_PURE_PYTHON is set",
-)
+pytestmark = needs_framecodec
 
 SPEC = """\
 protocol: mops

@@ -24,20 +24,18 @@ from hypothesis import strategies as st
 
 from protoframe.generated.pulsar import frames as pulsar
 from protoframe.generated.pulsar import pulsar_api as pb
-from protoframe.runtime.codec import compiled, compiled_frames
+from protoframe.runtime.codec import compiled
 from tests.support.codec_agreement import (
     check_random_damage,
     check_truncations,
     outcome,
     same,
 )
+from tests.support.compiled_ops import needs_framecodec
 from tests.support.examples import scaled
 from tests.support.varints import varint
 
-pytestmark = pytest.mark.skipif(
-    not compiled_frames.available(),
-    reason="runtime.codec._framecodec is not built or PROTOFRAME_PURE_PYTHON is set",
-)
+pytestmark = needs_framecodec
 
 
 def _same_decodes(cls: Any, data: bytes) -> str:

@@ -24,15 +24,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from protoframe.generated.pravega import frames as pravega
-from protoframe.runtime.codec import compiled, compiled_frames
+from protoframe.runtime.codec import compiled
 from tests.support.codec_agreement import check_random_damage, check_truncations, same, same_decodes
+from tests.support.compiled_ops import needs_framecodec
 from tests.support.examples import scaled
 from tests.support.generate import generate_text
 
-pytestmark = pytest.mark.skipif(
-    not compiled_frames.available(),
-    reason="runtime.codec._framecodec is not built or PROTOFRAME_PURE_PYTHON is set",
-)
+pytestmark = needs_framecodec
 
 SPEC = """\
 protocol: pops

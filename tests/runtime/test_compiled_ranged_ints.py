@@ -11,7 +11,6 @@ well-formed input never reaches the Python methods.
 
 from __future__ import annotations
 
-import sys
 from types import ModuleType
 from typing import Any
 
@@ -19,8 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench import frames_examples  # noqa: F401  (imports the examples' packages)
-from protoframe.runtime.codec import compiled, compiled_frames
+from protoframe.runtime.codec import compiled
 from tests.support.codec_agreement import (
     bare_codec,
     check_emptied_slots,
@@ -32,16 +30,11 @@ from tests.support.codec_agreement import (
     same,
     same_decodes,
 )
+from tests.support.compiled_ops import mariadb, needs_framecodec, websocket
 from tests.support.examples import scaled
 from tests.support.generate import generate_text
 
-websocket: Any = sys.modules["websocket_app.proto.websocket.frames"]
-mariadb: Any = sys.modules["mariadb_example.proto.mariadb.frames"]
-
-pytestmark = pytest.mark.skipif(
-    not compiled_frames.available(),
-    reason="runtime.codec._framecodec is not built or PROTOFRAME_PURE_PYTHON is set",
-)
+pytestmark = needs_framecodec
 
 SPEC = """\
 protocol: rops

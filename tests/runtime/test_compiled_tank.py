@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from bench import frames_protocols
 from protoframe.generated.tank import frames as tank
-from protoframe.runtime.codec import compiled, compiled_frames
+from protoframe.runtime.codec import compiled
 from tests.support.codec_agreement import (
     check_random_damage,
     check_truncations,
@@ -31,12 +31,10 @@ from tests.support.codec_agreement import (
     python_calls,
     same,
 )
+from tests.support.compiled_ops import needs_framecodec
 from tests.support.examples import scaled
 
-pytestmark = pytest.mark.skipif(
-    not compiled_frames.available(),
-    reason="runtime.codec._framecodec is not built or PROTOFRAME_PURE_PYTHON is set",
-)
+pytestmark = needs_framecodec
 
 
 def _same_decodes(cls: type, data: bytes) -> str:

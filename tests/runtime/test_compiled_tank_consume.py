@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from bench import frames_protocols
 from protoframe.generated.tank import frames as tank
-from protoframe.runtime.codec import compiled, compiled_frames, vocabulary
+from protoframe.runtime.codec import compiled, vocabulary
 from tests.support.codec_agreement import (
     bare_codec,
     check_emptied_slots,
@@ -29,12 +29,10 @@ from tests.support.codec_agreement import (
     same,
     same_decodes,
 )
+from tests.support.compiled_ops import needs_framecodec
 from tests.support.examples import scaled
 
-pytestmark = pytest.mark.skipif(
-    not compiled_frames.available(),
-    reason="runtime.codec._framecodec is not built or PROTOFRAME_PURE_PYTHON is set",
-)
+pytestmark = needs_framecodec
 
 
 def _partition(rng: random.Random) -> tank.ConsumePartitionResult:

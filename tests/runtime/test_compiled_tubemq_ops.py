@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from bench import frames_protocols
 from protoframe.generated.tubemq import frames as tubemq
 from protoframe.generated.tubemq import rpc
-from protoframe.runtime.codec import compiled, compiled_frames
+from protoframe.runtime.codec import compiled
 from tests.support.codec_agreement import (
     check_random_damage,
     check_truncations,
@@ -35,13 +35,11 @@ from tests.support.codec_agreement import (
     same,
     same_decodes,
 )
+from tests.support.compiled_ops import needs_framecodec
 from tests.support.examples import scaled
 from tests.support.generate import generate_text
 
-pytestmark = pytest.mark.skipif(
-    not compiled_frames.available(),
-    reason="runtime.codec._framecodec is not built or PROTOFRAME_PURE_PYTHON is set",
-)
+pytestmark = needs_framecodec
 
 SPEC = """\
 protocol: bops

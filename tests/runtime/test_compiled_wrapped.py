@@ -5,14 +5,15 @@ and on the class's ``decode`` / ``decode_from`` descriptors, and ``compiled.pyth
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from protoframe.generated.pulsar import pulsar_api as pb
 from protoframe.generated.pulsar.frames import Frame, Payload
-from protoframe.generated.tank.frames import Ping as PythonOnly  # no fields: no table
 from protoframe.runtime.codec import compiled, compiled_frames
+from tests.support.compiled_ops import python_only_struct
 
 pytestmark = pytest.mark.skipif(
     not compiled_frames.available(), reason="the compiled codecs are not built or are off")
@@ -54,8 +55,9 @@ def test_the_wrapped_functions_are_the_code_the_compiled_one_agrees_with() -> No
     assert decode_from(pb.MessageMetadata, data, 0, len(data)) == message
 
 
-def test_the_accessor_works_for_python_only_classes_and_subclasses() -> None:
-    # TANK's ConsumeResponse (a size of a range of fields) is on the Python codec.
+def test_the_accessor_works_for_python_only_classes_and_subclasses(
+        tmp_path: Path) -> None:
+    PythonOnly = python_only_struct(tmp_path)  # noqa: N806 - a class
     assert not compiled.is_compiled(PythonOnly)
     assert compiled.python_function(PythonOnly, "encode") is PythonOnly.__dict__["encode"]
     assert compiled.python_function(PythonOnly, "decode") \

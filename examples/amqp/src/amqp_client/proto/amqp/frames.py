@@ -4231,6 +4231,8 @@ install_frame_layouts((
     (TimestampValue, False, (
         ("int", "value", "u64be", None, None),
     )),
+    (VoidValue, False, (
+    )),
     (ByteArrayValue, False, (
         ("prefixed", "value", "u32be", "bytes", None),
     )),
@@ -4350,6 +4352,8 @@ install_frame_layouts((
         ("int", "class_id", "u16be", None, None),
         ("int", "method_id", "u16be", None, None),
     )),
+    (ConnectionCloseOk, False, (
+    )),
     (ChannelOpen, False, (
         ("const_bytes", "reserved_1", None, b"\x00", None),
     )),
@@ -4361,6 +4365,8 @@ install_frame_layouts((
         ("prefixed", "reply_text", "u8", "utf8", None),
         ("int", "class_id", "u16be", None, None),
         ("int", "method_id", "u16be", None, None),
+    )),
+    (ChannelCloseOk, False, (
     )),
     (QueueDeclare, False, (
         ("const", "reserved_1", "u16be", 0x0, None),
@@ -4564,6 +4570,8 @@ install_frame_layouts((
     )),
     (Body, True, (
         ("bytes", "data", None, None, None),
+    )),
+    (Heartbeat, False, (
     )),
     (Frame, False, (
         ("switch_key", "type", "u8", None, None),

@@ -1478,6 +1478,53 @@ class StreamDecoder(FrameStream[Packet | Greeting]):
 # runtime/codec/compiled_frames.py); these methods stay the reference and run on whatever it gives
 # up on.
 install_frame_layouts((
+    (Greeting, True, (
+        ("adjusted_size_rest", "length", "u24le", -1, None),
+        ("const", "sequence_id", "u8", 0x0, None),
+        ("const", "protocol_version", "u8", 0xa, None),
+        ("terminated", "server_version", None, "utf8", b"\x00"),
+        ("int", "connection_id", "u32le", None, None),
+        ("fixed", "auth_plugin_data_1", None, "bytes", 8),
+        ("const", "filler", "u8", 0x0, None),
+        ("int", "capabilities_lower", "u16le", None, None),
+        ("int", "character_set", "u8", None, None),
+        ("int", "status_flags", "u16le", None, None),
+        ("int", "capabilities_upper", "u16le", None, None),
+        ("int", "auth_plugin_data_length", "u8", None, None),
+        ("const_bytes", "reserved", None, b"\x00\x00\x00\x00\x00\x00", None),
+        ("int", "mariadb_capabilities", "u32le", None, None),
+        (
+            "guard",
+            None,
+            None,
+            (("field", "capabilities_lower"), ("const", 32768), ("bitand", None)),
+            False,
+        ),
+        (
+            "int_array",
+            "auth_plugin_data_2",
+            "u8",
+            None,
+            (
+                ("const", 13),
+                ("field", "auth_plugin_data_length"),
+                ("const", 21),
+                ("lt", None),
+                ("field", "auth_plugin_data_length"),
+                ("const", 8),
+                ("sub", None),
+                ("select", None),
+            ),
+        ),
+        (
+            "guard",
+            None,
+            None,
+            (("field", "capabilities_upper"), ("const", 8), ("bitand", None)),
+            False,
+        ),
+        ("terminated", "auth_plugin_name", None, "utf8", b"\x00"),
+    )),
     (HandshakeResponse, False, (
         ("int", "capabilities", "u32le", None, None),
         ("int", "max_packet_size", "u32le", None, None),

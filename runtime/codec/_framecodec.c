@@ -28,6 +28,7 @@
 #define F_VARINT 4  /* a prefixed row's prefix is a varint (its width is 0) */
 #define F_NULLABLE 32  /* a lenenc row: 0xfb (NULL) stands for None */
 #define MAX_DEPTH 32
+#define POOL_MAX 16  /* freed instances a struct class keeps (see "the instance pool") */
 
 typedef struct FrameCodecObject FrameCodecObject;
 
@@ -117,7 +118,12 @@ struct FrameCodecObject {
     int ctor_on;
     unsigned int ctor_version;  /* the class's version tag when last found unchanged, or 0 */
     vectorcallfunc saved_vectorcall;
-    destructor saved_dealloc;  /* cls->tp_dealloc before slotted_dealloc, or NULL */
+    destructor saved_dealloc;  /* cls->tp_dealloc before slotted_dealloc or pooled_dealloc,
+                                  or NULL */
+    int pooled_here;           /* pooled_dealloc is the one enable_constructor switches */
+    /* Freed instances kept for the next decode or construction (see "the instance pool"). */
+    Py_ssize_t nfree;
+    PyObject *free_objs[POOL_MAX];
     int nparams;                /* the struct's params (params:), passed by the holder's row */
     int has_message_sizes;     /* message_bytes rows: encoding sets their sizes first */
     /* What encoding needs beyond the rows' own loop, known once the rows are checked: rows
@@ -140,6 +146,114 @@ static PyTypeObject FrameCodec_Type;
 static PyObject *str_decode_from, *str_encode, *str_init, *str_int, *str_is_safe;
 static TypeTable ctor_codecs;  /* class -> codec, for the constructors */
 static const WireCodecAPI *wire_api;  /* runtime.codec._wirecodec's, or NULL without it */
+
+/* ------------------------------------------------------------------------------------------ */
+/* the instance pool
+ *
+ * Building a frame makes one instance per struct (TANK's PRODUCE request is nine), and the
+ * caller drops them once the bytes are out; decoding makes them again. Allocating a GC object
+ * and freeing it again is a good part of a small struct's build+encode, so a struct class with
+ * a compiled constructor keeps up to POOL_MAX of its freed instances, their slots cleared, and
+ * the constructor and the decoder take one from there before asking tp_alloc. As in
+ * runtime/codec/_wirecodec.c (the same scheme for protobuf messages), an instance taken from
+ * the pool is in the state a fresh one is in (every slot NULL, untracked, no finalizer run),
+ * and the caller fills every stored slot as for a fresh one.
+ *
+ * It is done by the class's tp_dealloc (pooled_dealloc, which frees as slotted_dealloc does),
+ * only for classes whose instances are their slots and nothing else, and only for instances
+ * of exactly the class: a subclass's, and any instance while the class has a finalizer, are
+ * freed as before. Debug builds that count or trace references get no pool: their counts
+ * would see an instance come back without _Py_NewReference's bookkeeping. */
+
+static void pooled_dealloc(PyObject *self);
+
+/* Whether cls's instances can go into its pool: object's allocation and freeing, no dict, no
+   weak references, no finalizer, and every byte after the object header one of its own
+   object slots (which pooled_dealloc clears). */
+static int poolable(PyTypeObject *cls) {
+#if defined(Py_TRACE_REFS) || defined(Py_GIL_DISABLED)
+    (void)cls;
+    return 0;
+#else
+    if (!adds_no_storage(cls->tp_base) || cls->tp_dictoffset != 0
+            || cls->tp_weaklistoffset != 0 || cls->tp_itemsize != 0
+            || PyType_HasFeature(cls, Py_TPFLAGS_MANAGED_DICT)
+            || !PyType_HasFeature(cls, Py_TPFLAGS_HEAPTYPE) || !PyType_IS_GC(cls)
+            || cls->tp_del != NULL || cls->tp_finalize != NULL
+            || cls->tp_alloc != PyType_GenericAlloc || cls->tp_free != PyObject_GC_Del)
+        return 0;
+    Py_ssize_t covered = 0;
+    for (PyMemberDef *mp = cls->tp_members; mp != NULL && mp->name != NULL; mp++) {
+        if (mp->type != T_OBJECT_EX || (mp->flags & READONLY)) return 0;
+        covered += (Py_ssize_t)sizeof(PyObject *);
+    }
+    return cls->tp_basicsize == PyBaseObject_Type.tp_basicsize + covered;
+#endif
+}
+
+/* slotted_dealloc, but an instance of exactly a pooled class goes into its codec's pool
+   (while there is room) instead of back to the allocator. */
+static void pooled_dealloc(PyObject *self) {
+    PyTypeObject *type = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    Py_TRASHCAN_BEGIN(self, pooled_dealloc)
+    if (type->tp_finalize != NULL) {
+        /* A __del__ added to the class: it runs once (a subclass's ran already), and may
+           resurrect the object. */
+        PyObject_GC_Track(self);
+        if (PyObject_CallFinalizerFromDealloc(self) < 0) goto end;
+        PyObject_GC_UnTrack(self);
+    }
+    /* Called as the type's own tp_dealloc, it is the class it was installed on; from a
+       subclass's subtype_dealloc, the slots to clear are those of the class above object. */
+    PyTypeObject *base = type;
+    int own = type->tp_dealloc == pooled_dealloc;
+    if (!own)
+        while (base->tp_base != NULL && !adds_no_storage(base->tp_base)) base = base->tp_base;
+    for (PyMemberDef *mp = base->tp_members; mp != NULL && mp->name != NULL; mp++) {
+        if (mp->type != T_OBJECT_EX || (mp->flags & READONLY)) continue;
+        PyObject **addr = (PyObject **)((char *)self + mp->offset);
+        PyObject *obj = *addr;
+        if (obj != NULL) {
+            *addr = NULL;
+            Py_DECREF(obj);
+        }
+    }
+    FrameCodecObject *c =
+        own ? (FrameCodecObject *)type_table_get(&ctor_codecs, (PyObject *)type) : NULL;
+    /* Finalized once (a __del__ since removed) it would not be finalized again if one came
+       back: such an instance is not handed out again. */
+    if (c != NULL && c->cls == type && c->nfree < POOL_MAX && type->tp_finalize == NULL
+            && !PyObject_GC_IsFinalized(self))
+        c->free_objs[c->nfree++] = self;
+    else
+        type->tp_free(self);
+    Py_DECREF(type);  /* a heap type's instances hold a reference to it */
+end:
+    Py_TRASHCAN_END
+}
+
+/* A new instance of c's class with every slot NULL, as tp_alloc gives it: from the pool when
+   it has one. */
+static inline PyObject *new_instance(FrameCodecObject *c) {
+    PyTypeObject *cls = c->cls;
+    if (c->nfree > 0 && cls->tp_alloc == PyType_GenericAlloc) {
+        PyObject *obj = c->free_objs[--c->nfree];
+        Py_INCREF(cls);
+#if PY_VERSION_HEX < 0x030D0000
+        _Py_NewReference(obj);
+#else
+        Py_SET_REFCNT(obj, 1);
+#endif
+        PyObject_GC_Track(obj);
+        return obj;
+    }
+    return cls->tp_alloc(cls, 0);
+}
+
+static void drain_pool(FrameCodecObject *c) {
+    while (c->nfree > 0) PyObject_GC_Del(c->free_objs[--c->nfree]);
+}
 
 /* ------------------------------------------------------------------------------------------ */
 /* integers */
@@ -362,7 +476,11 @@ static PyObject *decode_proto(const Row *r, PyObject *buf, Py_ssize_t pos, Py_ss
 
 /* The integer value of a condition's operand: an int or a bool, within 64 bits. */
 static int operand(PyObject *v, long long *out) {
-    if (v == NULL || !(PyLong_CheckExact(v) || PyBool_Check(v))) return 0;
+    if (v == NULL) return 0;
+    /* Flags and kinds are mostly one-digit ints, tested by several conditions each (TANK's
+       partition result has six on its error_or_flags): read them without the call. */
+    if (compact_int(v, out)) return 1;
+    if (!(PyLong_CheckExact(v) || PyBool_Check(v))) return 0;
     int overflow;
     *out = PyLong_AsLongLongAndOverflow(v, &overflow);
     if (overflow || (*out == -1 && PyErr_Occurred())) {
@@ -1676,7 +1794,7 @@ static PyObject *decode_struct_p(FrameCodecObject *c, PyObject *buf, Py_ssize_t 
         if (pos != end) goto give_up;
         pos = end + PyBytes_GET_SIZE(c->delimiter);
     }
-    obj = c->cls->tp_alloc(c->cls, 0);
+    obj = new_instance(c);
     if (obj == NULL) goto give_up;
     for (i = 0; i < n; i++) {
         if (c->rows[i].offset >= 0) {
@@ -2884,7 +3002,7 @@ static void remember_names(FrameCodecObject *c, PyObject *kwnames, PyObject *con
 
 /* cls(**kwargs) with the keyword names of the last call that matched (remember_names). */
 static PyObject *ctor_known_names(FrameCodecObject *c, PyObject *const *args, Py_ssize_t nkw) {
-    PyObject *obj = c->cls->tp_alloc(c->cls, 0);
+    PyObject *obj = new_instance(c);
     if (obj == NULL) return NULL;
     for (Py_ssize_t j = 0; j < nkw; j++)
         *(PyObject **)((char *)obj + c->rows[c->kw_rows[j]].offset) = Py_NewRef(args[j]);
@@ -2948,7 +3066,7 @@ static PyObject *ctor_vectorcall(PyObject *callable, PyObject *const *args, size
             return ctor_fallback(callable, args, nargs, kwnames);
     }
     if (kwnames != NULL) remember_names(c, kwnames, vals, rows_of, nkw);
-    PyObject *obj = cls->tp_alloc(cls, 0);
+    PyObject *obj = new_instance(c);
     if (obj == NULL) return NULL;
     for (Py_ssize_t i = 0; i < n; i++)
         if (c->rows[i].offset >= 0)
@@ -2971,7 +3089,19 @@ static PyObject *codec_install_constructor(PyObject *self, PyObject *init) {
     c->ctor_on = 1;
     c->saved_vectorcall = cls->tp_vectorcall == ctor_vectorcall ? NULL : cls->tp_vectorcall;
     cls->tp_vectorcall = ctor_vectorcall;
-    install_slotted_dealloc(cls, &c->saved_dealloc);
+    if (cls->tp_dealloc == pooled_dealloc) {
+        /* Installed before (by another codec for the class): its instances go to the codec
+           the table now names, this one. */
+    } else if (poolable(cls)) {
+        /* The tp_dealloc of a class statement (subtype_dealloc) or slotted_dealloc: both free
+           what pooled_dealloc frees. It is kept for enable_constructor, so that pure_python()
+           frees the instances as the class statement made them do. */
+        c->saved_dealloc = cls->tp_dealloc;
+        c->pooled_here = 1;
+        cls->tp_dealloc = pooled_dealloc;
+    } else {
+        install_slotted_dealloc(cls, &c->saved_dealloc);
+    }
     Py_RETURN_TRUE;
 }
 
@@ -2986,7 +3116,10 @@ static PyObject *codec_enable_constructor(PyObject *self, PyObject *on) {
     }
     c->ctor_on = enable;
     c->cls->tp_vectorcall = enable ? ctor_vectorcall : c->saved_vectorcall;
-    enable_slotted_dealloc(c->cls, c->saved_dealloc, enable);
+    if (c->pooled_here)
+        c->cls->tp_dealloc = enable ? pooled_dealloc : c->saved_dealloc;
+    else
+        enable_slotted_dealloc(c->cls, c->saved_dealloc, enable);
     Py_RETURN_NONE;
 }
 
@@ -3057,6 +3190,7 @@ static int codec_clear(FrameCodecObject *self) {
 
 static void codec_dealloc(FrameCodecObject *self) {
     PyObject_GC_UnTrack(self);
+    drain_pool(self);
     codec_clear(self);
     for (Py_ssize_t i = 0; i < self->nrows; i++) {
         for (Py_ssize_t k = 0; self->rows[i].prog && k < self->rows[i].prog_len; k++)
